@@ -1,1 +1,22 @@
+# install(): the shared library, the public header, a CMake package
+# (find_package(fp8rl) -> fp8rl::fp8rl) and a pkg-config file.
+include(CMakePackageConfigHelpers)
 
+install(TARGETS fp8rl EXPORT fp8rlTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/capi/include/fp8rl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(FP8RL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/fp8rl)
+install(EXPORT fp8rlTargets NAMESPACE fp8rl:: DESTINATION ${FP8RL_CMAKE_DIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/fp8rlConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/fp8rlConfig.cmake INSTALL_DESTINATION ${FP8RL_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/fp8rlConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/fp8rlConfig.cmake ${PROJECT_BINARY_DIR}/fp8rlConfigVersion.cmake
+  DESTINATION ${FP8RL_CMAKE_DIR})
+
+configure_file(${PROJECT_SOURCE_DIR}/cmake/fp8rl.pc.in ${PROJECT_BINARY_DIR}/fp8rl.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/fp8rl.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

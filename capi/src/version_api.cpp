@@ -1,0 +1,33 @@
+#include "fp8rl/fp8rl.h"
+
+#define FP8RL_STRINGIFY_(x) #x
+#define FP8RL_STRINGIFY(x) FP8RL_STRINGIFY_(x)
+
+extern "C" {
+
+FP8RL_API uint32_t fp8rl_version(void) { return FP8RL_VERSION; }
+
+FP8RL_API const char* fp8rl_version_string(void) {
+  return FP8RL_STRINGIFY(FP8RL_VERSION_MAJOR) "." FP8RL_STRINGIFY(FP8RL_VERSION_MINOR) "." FP8RL_STRINGIFY(
+      FP8RL_VERSION_PATCH);
+}
+
+FP8RL_API const char* fp8rl_status_name(fp8rl_status status) {
+  switch (status) {
+    case FP8RL_OK: return "FP8RL_OK";
+    case FP8RL_ERROR_INVALID_ARGUMENT: return "FP8RL_ERROR_INVALID_ARGUMENT";
+    case FP8RL_ERROR_OUT_OF_MEMORY: return "FP8RL_ERROR_OUT_OF_MEMORY";
+    case FP8RL_ERROR_BACKEND_UNAVAILABLE: return "FP8RL_ERROR_BACKEND_UNAVAILABLE";
+    case FP8RL_ERROR_NON_FINITE: return "FP8RL_ERROR_NON_FINITE";
+    case FP8RL_ERROR_IO: return "FP8RL_ERROR_IO";
+    case FP8RL_ERROR_CORRUPT_DATA: return "FP8RL_ERROR_CORRUPT_DATA";
+    case FP8RL_ERROR_VERSION_MISMATCH: return "FP8RL_ERROR_VERSION_MISMATCH";
+    case FP8RL_ERROR_UNSUPPORTED: return "FP8RL_ERROR_UNSUPPORTED";
+    case FP8RL_ERROR_CUDA: return "FP8RL_ERROR_CUDA";
+    case FP8RL_ERROR_INTERNAL: return "FP8RL_ERROR_INTERNAL";
+    case FP8RL_STATUS_FORCE_32BIT: break;
+  }
+  return "FP8RL_STATUS_UNKNOWN";
+}
+
+}  // extern "C"

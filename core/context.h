@@ -1,0 +1,36 @@
+// A context: one backend plus the host's logging, shared by everything a
+// session of the library does. Calls on one context are serialized by its
+// mutex, so hosts may share a context between threads.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backend_factory.h"
+#include "logger.h"
+
+namespace fp8rl {
+
+class Context {
+ public:
+  Context(const BackendRequest& request, const Logger& logger);
+
+  Backend& backend() { return *backend_; }
+  const Logger& logger() const { return logger_; }
+  std::mutex& mutex() { return mutex_; }
+  BackendKind backend_kind() const { return backend_->kind(); }
+  int num_threads() const { return num_threads_; }
+  const std::string& description() const { return description_; }
+
+ private:
+  Logger logger_;
+  int num_threads_;
+  std::unique_ptr<Backend> backend_;
+  std::string description_;
+  std::mutex mutex_;
+};
+
+int resolve_thread_count(int requested);
+
+}  // namespace fp8rl
