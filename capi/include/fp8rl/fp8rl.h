@@ -70,6 +70,7 @@ extern "C" {
  *
  * Compare with ::FP8RL_VERSION to detect a header/library mismatch.
  * Thread-safe; never fails.
+ * @return The encoded version.
  */
 FP8RL_API uint32_t fp8rl_version(void);
 
@@ -170,6 +171,7 @@ typedef struct fp8rl_context_options {
  * @param options Caller-owned struct to fill.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT if @p options is NULL.
  * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_context_options_init(fp8rl_context_options* options);
 
@@ -182,6 +184,7 @@ FP8RL_API fp8rl_status fp8rl_context_options_init(fp8rl_context_options* options
  * @retval FP8RL_ERROR_VERSION_MISMATCH if options->struct_size is not one this library knows.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or out-of-range fields.
  * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_context_create(const fp8rl_context_options* options, fp8rl_context** out_context);
 
@@ -189,6 +192,7 @@ FP8RL_API fp8rl_status fp8rl_context_create(const fp8rl_context_options* options
  * @brief Destroys a context and frees everything it owns.
  * @param context The context, or NULL (then nothing happens).
  * Not thread-safe with other calls on the same context.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_context_destroy(fp8rl_context* context);
 
@@ -197,6 +201,7 @@ FP8RL_API fp8rl_status fp8rl_context_destroy(fp8rl_context* context);
  * @param context A valid context.
  * @param[out] out_backend Receives the backend.
  * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_context_get_backend(const fp8rl_context* context, fp8rl_backend* out_backend);
 
@@ -205,6 +210,7 @@ FP8RL_API fp8rl_status fp8rl_context_get_backend(const fp8rl_context* context, f
  * @param context A valid context.
  * @param[out] out_num_threads Receives the thread count (>= 1).
  * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_context_get_num_threads(const fp8rl_context* context, int32_t* out_num_threads);
 
@@ -213,6 +219,7 @@ FP8RL_API fp8rl_status fp8rl_context_get_num_threads(const fp8rl_context* contex
  * @param context A valid context.
  * @param[out] out_description Receives a string owned by the context, valid until it is destroyed.
  * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_context_get_description(const fp8rl_context* context, const char** out_description);
 
@@ -228,6 +235,7 @@ typedef enum fp8rl_feature {
  * @brief Which optional features this build and this machine offer.
  * @param[out] out_features Receives a bitwise OR of ::fp8rl_feature values.
  * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_build_features(uint32_t* out_features);
 
@@ -260,6 +268,7 @@ typedef enum fp8rl_dtype {
  * @param saturate Overflow behaviour for FP8 outputs (ignored otherwise).
  * @retval FP8RL_ERROR_UNSUPPORTED for pairs other than F32 <-> {BF16, E4M3, E5M2}.
  * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_convert(const void* src, fp8rl_dtype src_dtype, void* dst, fp8rl_dtype dst_dtype,
                                      size_t count, int32_t saturate);
@@ -304,6 +313,7 @@ typedef struct fp8rl_quantize_options {
  * @brief Fills @p options with defaults (E4M3, 1x128 tiles, FP32 scales, saturating).
  * @param options Caller-owned struct to fill.
  * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_quantize_options_init(fp8rl_quantize_options* options);
 
@@ -315,6 +325,7 @@ FP8RL_API fp8rl_status fp8rl_quantize_options_init(fp8rl_quantize_options* optio
  * @param[out] out_code_count Receives the number of uint8_t codes (rows * cols).
  * @param[out] out_scale_count Receives the number of float scales.
  * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* options, int64_t rows, int64_t cols,
                                              int64_t* out_code_count, int64_t* out_scale_count);
@@ -334,6 +345,7 @@ FP8RL_API fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* optio
  * @retval FP8RL_ERROR_NON_FINITE if the input holds NaN/Inf and options->allow_non_finite is 0
  *         (the message gives the first bad index); nothing is written then.
  * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options,
                                       const void* input, fp8rl_dtype input_dtype, int64_t rows, int64_t cols,
@@ -352,6 +364,7 @@ FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quanti
  * @param[out] output Caller-owned row-major [rows, cols] floats.
  * @param output_count Capacity of @p output; must equal rows * cols.
  * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_dequantize(fp8rl_context* context, const fp8rl_quantize_options* options,
                                         const uint8_t* codes, int64_t code_count, const float* scales,
@@ -389,6 +402,7 @@ typedef struct fp8rl_fp8_matrix {
  * @param c_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
  * @param c_count Capacity of @p c in elements; must equal M * N.
  * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_matrix* a, const fp8rl_fp8_matrix* w,
                                       void* c, fp8rl_dtype c_dtype, int64_t c_count);
@@ -407,6 +421,7 @@ FP8RL_API fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_ma
  * @param c_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
  * @param c_count Capacity of @p c in elements; must equal M * N.
  * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_gemm_bf16(fp8rl_context* context, const uint16_t* a, int64_t a_count, const uint16_t* w,
                                        int64_t w_count, int64_t m, int64_t n, int64_t k, void* c, fp8rl_dtype c_dtype,

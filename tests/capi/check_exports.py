@@ -1,0 +1,58 @@
+"""The shared library exports exactly the functions the public header declares.
+
+Usage: check_exports.py <libfp8rl.so> <fp8rl.h>
+Reads the dynamic symbol table with `nm -D --defined-only` and the SONAME with
+`objdump -p`; fails listing every stray or missing symbol.
+"""
+import re
+import subprocess
+import sys
+
+
+def exported_symbols(library):
+    out = subprocess.run(["nm", "-D", "--defined-only", library], check=True, capture_output=True, text=True).stdout
+    symbols = set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] not in ("A",):  # absolute symbols are version-script markers
+            symbols.add(parts[2].split("@")[0])
+    return symbols
+
+
+def declared_functions(header):
+    text = open(header, encoding="utf-8").read()
+    return set(re.findall(r"FP8RL_API\s+[\w\s\*]+?\b(fp8rl_\w+)\s*\(", text))
+
+
+def soname(library):
+    out = subprocess.run(["objdump", "-p", library], check=True, capture_output=True, text=True).stdout
+    match = re.search(r"SONAME\s+(\S+)", out)
+    return match.group(1) if match else None
+
+
+def main():
+    library, header = sys.argv[1], sys.argv[2]
+    exported, declared = exported_symbols(library), declared_functions(header)
+    failures = []
+    stray = sorted(s for s in exported if not s.startswith("fp8rl_"))
+    if stray:
+        failures.append("exported symbols outside the fp8rl_ namespace: " + ", ".join(stray))
+    undeclared = sorted(s for s in exported if s.startswith("fp8rl_") and s not in declared)
+    if undeclared:
+        failures.append("exported but not declared in fp8rl.h: " + ", ".join(undeclared))
+    missing = sorted(declared - exported)
+    if missing:
+        failures.append("declared in fp8rl.h but not exported: " + ", ".join(missing))
+    name = soname(library)
+    if not name or not re.fullmatch(r"libfp8rl\.so\.\d+", name):
+        failures.append(f"SONAME is {name!r}, expected libfp8rl.so.<major>")
+    if len(declared) < 10:
+        failures.append(f"only {len(declared)} declarations parsed from the header: the parser is broken")
+    for failure in failures:
+        print("FAIL:", failure)
+    print(f"{len(declared)} declared, {len(exported)} exported, SONAME {name}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
