@@ -1,5 +1,6 @@
 #include "numerics/oracle_data.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -34,6 +35,12 @@ int run_capturing(const std::string& command, std::string& output) {
   return pclose(pipe);
 }
 
+std::string describe_status(int status) {
+  if (status == -1) return "could not start a shell";
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  return "wait status " + std::to_string(status);
+}
+
 template <typename T, size_t N>
 void read_array(std::ifstream& in, std::array<T, N>& out) {
   in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(N * sizeof(T)));
@@ -63,21 +70,22 @@ OracleData read_oracle_file(const std::filesystem::path& path) {
   read_vector(in, data.category, n);
   read_array(in, data.e4m3_table);
   read_array(in, data.e5m2_table);
-  if (!in || in.peek() != std::char_traits<char>::eof()) throw std::runtime_error("oracle: truncated or oversized file");
+  if (!in || in.peek() != std::char_traits<char>::eof())
+    throw std::runtime_error("oracle: truncated or oversized file");
   return data;
 }
 
 OracleData load_oracle() {
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("fp8rl_oracle_" + std::to_string(static_cast<long>(getpid())) + ".bin");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("fp8rl_oracle_" + std::to_string(static_cast<long>(getpid())) + ".bin");
   const std::string command = "\"" + python_interpreter() + "\" \"" FP8RL_ORACLE_SCRIPT "\" \"" + path.string() + "\"";
   std::string output;
   const int status = run_capturing(command, output);
   if (status != 0) {
     std::filesystem::remove(path);
-    throw std::runtime_error("oracle: `" + command + "` failed (status " + std::to_string(status) +
-                             "); the FP8/BF16 tests need Python 3 with numpy and ml_dtypes (set FP8RL_PYTHON). Output:\n" +
-                             output);
+    throw std::runtime_error(
+        "oracle: `" + command + "` failed (" + describe_status(status) +
+        "); the FP8/BF16 tests need Python 3 with numpy and ml_dtypes (set FP8RL_PYTHON). Output:\n" + output);
   }
   try {
     OracleData data = read_oracle_file(path);
@@ -97,8 +105,8 @@ const OracleData& oracle_data() {
 }
 
 const char* category_name(uint8_t category) {
-  static const char* const names[] = {"edge", "random_bits", "scaled_normal", "near_binade", "near_fp8_tie",
-                                      "tie_shaped"};
+  static const char* const names[] = {"edge",         "random_bits", "scaled_normal",     "near_binade",
+                                      "near_fp8_tie", "tie_shaped",  "near_bf16_overflow"};
   return category < sizeof names / sizeof names[0] ? names[category] : "unknown";
 }
 

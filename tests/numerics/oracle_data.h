@@ -14,11 +14,11 @@
 namespace fp8rl::test {
 
 struct OracleData {
-  std::vector<uint32_t> input_bits;  // float32 bit patterns
-  std::vector<uint8_t> e4m3;         // ml_dtypes float8_e4m3fn codes (non-saturating)
-  std::vector<uint8_t> e5m2;         // ml_dtypes float8_e5m2 codes (non-saturating)
-  std::vector<uint16_t> bf16;        // ml_dtypes bfloat16 codes
-  std::vector<uint8_t> category;     // origin of each input (see fp8_oracle.py CATEGORIES)
+  std::vector<uint32_t> input_bits;     // float32 bit patterns
+  std::vector<uint8_t> e4m3;            // ml_dtypes float8_e4m3fn codes (non-saturating)
+  std::vector<uint8_t> e5m2;            // ml_dtypes float8_e5m2 codes (non-saturating)
+  std::vector<uint16_t> bf16;           // ml_dtypes bfloat16 codes
+  std::vector<uint8_t> category;        // origin of each input (see fp8_oracle.py CATEGORIES)
   std::array<float, 256> e4m3_table{};  // ml_dtypes decoding of every code
   std::array<float, 256> e5m2_table{};
 };

@@ -37,7 +37,7 @@ except ImportError as error:  # the test must fail loudly, not skip
 MAGIC = b"FP8ORCL1"
 SEED = 20240611  # fixed: a failure must reproduce
 CATEGORIES = {"edge": 0, "random_bits": 1, "scaled_normal": 2, "near_binade": 3, "near_fp8_tie": 4,
-              "tie_shaped": 5}
+              "tie_shaped": 5, "near_bf16_overflow": 6}
 
 F32 = np.float32
 E4M3 = ml_dtypes.float8_e4m3fn
@@ -155,11 +155,18 @@ def tie_shaped(rng, n):
     return np.concatenate(out)
 
 
+def near_bf16_overflow(rng, n):
+    """The top float32 binade, where BF16 rounding overflows to Inf (from 0x7F7F8000 up)."""
+    sign = rng.integers(0, 2, size=n, dtype=np.uint64).astype(np.uint32) << 31
+    return sign | rng.integers(0x7F7F0000, 0x7F800000, size=n, dtype=np.uint64).astype(np.uint32)
+
+
 def build_inputs():
     rng = np.random.default_rng(SEED)
     parts = [("edge", edge_cases()), ("random_bits", random_bits(rng, 300_000)),
              ("scaled_normal", scaled_normals(rng, 300_000)), ("near_binade", near_binades(rng, 200_000)),
-             ("near_fp8_tie", near_fp8_ties(rng, 150_000)), ("tie_shaped", tie_shaped(rng, 150_000))]
+             ("near_fp8_tie", near_fp8_ties(rng, 150_000)), ("tie_shaped", tie_shaped(rng, 150_000)),
+             ("near_bf16_overflow", near_bf16_overflow(rng, 20_000))]
     bits = np.concatenate([p for _, p in parts]).astype(np.uint32)
     category = np.concatenate([np.full(p.size, CATEGORIES[name], dtype=np.uint8) for name, p in parts])
     return bits, category

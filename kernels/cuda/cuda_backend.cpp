@@ -1,0 +1,144 @@
+#include "cuda_backend_impl.h"
+
+#include <cstdio>
+
+#include "quantize_kernels.h"
+
+namespace fp8rl {
+namespace cuda {
+namespace {
+
+std::string device_description(int device, const cudaDeviceProp& prop) {
+  char text[1024];  // prop.name holds up to 256 characters
+  std::snprintf(text, sizeof text, "CUDA device %d: %s (compute capability %d.%d, %d SMs, %.1f GiB), cuBLASLt %zu",
+                device, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+                static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0), cublasLtGetVersion());
+  return text;
+}
+
+cudaDeviceProp usable_device(int device) {
+  const int count = cuda_device_count();
+  if (device < 0 || device >= count)
+    fail(Status::backend_unavailable, "CUDA backend: device " + std::to_string(device) + " does not exist (" +
+                                          std::to_string(count) + " CUDA devices visible)");
+  cudaDeviceProp prop{};
+  check_cuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  if (prop.major < 9)
+    fail(Status::backend_unavailable, "CUDA backend: device " + std::to_string(device) + " (" + prop.name +
+                                          ") has compute capability " + std::to_string(prop.major) + "." +
+                                          std::to_string(prop.minor) + "; this build needs 9.0 (Hopper) or newer");
+  return prop;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device) : device_(device) {
+  const cudaDeviceProp prop = usable_device(device);
+  description_ = device_description(device, prop);
+  activate();
+  cudaStream_t stream = nullptr;
+  // Non-blocking: the legacy default stream, which other code in the process
+  // may use, never serializes with ours.
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  stream_.reset(stream);
+  lt_ = std::make_unique<LtGemm>();
+  fp8_ = std::make_unique<Fp8Gemm>(*lt_);
+}
+
+CudaBackend::~CudaBackend() {
+  // Members free device memory: they need this device current and the
+  // stream's work finished. Errors cannot be reported from here.
+  (void)cudaSetDevice(device_);
+  (void)cudaStreamSynchronize(stream_.get());
+}
+
+void CudaBackend::activate() const { check_cuda(cudaSetDevice(device_), "cudaSetDevice"); }
+
+void* CudaBackend::allocate(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  activate();
+  void* pointer = nullptr;
+  check_cuda(cudaMalloc(&pointer, bytes),
+             ("cudaMalloc of " + std::to_string(bytes) + " bytes on device " + std::to_string(device_)).c_str());
+  return pointer;
+}
+
+void CudaBackend::deallocate(void* pointer) noexcept {
+  if (pointer == nullptr) return;
+  (void)cudaSetDevice(device_);
+  (void)cudaFree(pointer);  // waits for the device, so no kernel still reads it
+}
+
+void CudaBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return;
+  require(device_dst && host_src, "upload: null pointer");
+  activate();
+  check_cuda(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync (upload)");
+  synchronize();  // the caller may reuse host_src as soon as we return
+}
+
+void CudaBackend::download(void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return;
+  require(host_dst && device_src, "download: null pointer");
+  activate();
+  check_cuda(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream()),
+             "cudaMemcpyAsync (download)");
+  synchronize();
+}
+
+void CudaBackend::synchronize() {
+  activate();
+  check_cuda(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+}
+
+void CudaBackend::quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec,
+                           uint8_t* codes, float* scales) {
+  activate();
+  cuda::quantize(input, input_dtype, rows, cols, spec, codes, scales, stream());
+}
+
+void CudaBackend::dequantize(const Fp8Matrix& matrix, float* output) {
+  activate();
+  cuda::dequantize(matrix, output, stream());
+}
+
+void CudaBackend::gemm_fp8(const Fp8Matrix& a, const Fp8Matrix& w, void* c, DType c_dtype) {
+  activate();
+  fp8_->run(a, w, c, c_dtype, stream());
+}
+
+void CudaBackend::gemm_bf16(const uint16_t* a, const uint16_t* w, int64_t m, int64_t n, int64_t k, void* c,
+                            DType c_dtype) {
+  require(a && w, "gemm_bf16: null operand");
+  require(m >= 0 && n >= 0 && k > 0, "gemm_bf16: bad shape M=" + std::to_string(m) + " N=" + std::to_string(n) +
+                                         " K=" + std::to_string(k) + " (M, N non-negative, K positive)");
+  require(c_dtype == DType::f32 || c_dtype == DType::bf16, "gemm_bf16: output dtype must be f32 or bf16");
+  if (m == 0 || n == 0) return;
+  require(c != nullptr, "gemm_bf16: null output");
+  activate();
+  LtMatmul mm;
+  mm.kind = LtKind::bf16;
+  mm.m = m;
+  mm.n = n;
+  mm.k = k;
+  mm.a = a;
+  mm.w = w;
+  mm.c = c;
+  mm.c_dtype = c_dtype;
+  lt_->run(mm, stream());
+}
+
+}  // namespace cuda
+
+int cuda_device_count() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver or no device: not an error for callers
+    return 0;
+  }
+  return count;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<cuda::CudaBackend>(device); }
+
+}  // namespace fp8rl

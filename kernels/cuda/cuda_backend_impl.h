@@ -1,0 +1,68 @@
+// The CUDA backend class behind make_cuda_backend(). The core needs only
+// cuda_backend.h; GPU tests and benchmarks include this to reach the stream
+// (to time work with CUDA events) and the GEMM algorithm reports.
+//
+// Every operation is enqueued on the backend's own stream and returns without
+// waiting; upload, download and synchronize wait for the stream, and that is
+// where a fault inside a kernel surfaces (as Error(cuda_error)). Each call
+// first makes the backend's device current on the calling thread.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "cuda_backend.h"
+#include "fp8_gemm.h"
+#include "lt_gemm.h"
+
+namespace fp8rl::cuda {
+
+struct StreamDestroy {
+  void operator()(cudaStream_t stream) const noexcept { (void)cudaStreamDestroy(stream); }
+};
+using StreamHandle = std::unique_ptr<CUstream_st, StreamDestroy>;
+
+class CudaBackend final : public Backend {
+ public:
+  // Throws Error(backend_unavailable) without a driver, for a device index
+  // out of range, or below compute capability 9.0.
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+
+  BackendKind kind() const override { return BackendKind::cuda; }
+  std::string description() const override { return description_; }
+
+  void* allocate(size_t bytes) override;
+  void deallocate(void* pointer) noexcept override;
+  void upload(void* device_dst, const void* host_src, size_t bytes) override;
+  void download(void* host_dst, const void* device_src, size_t bytes) override;
+  void synchronize() override;
+
+  void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec,
+                uint8_t* codes, float* scales) override;
+  void dequantize(const Fp8Matrix& matrix, float* output) override;
+  void gemm_fp8(const Fp8Matrix& a, const Fp8Matrix& w, void* c, DType c_dtype) override;
+  void gemm_bf16(const uint16_t* a, const uint16_t* w, int64_t m, int64_t n, int64_t k, void* c,
+                 DType c_dtype) override;
+
+  cudaStream_t stream() const noexcept { return stream_.get(); }
+  // The cuBLASLt algorithm of the last GEMM, e.g. "id=66 tile=20 stages=8 splitk=1 cluster=2".
+  std::string last_gemm_algorithm() const { return lt_->last_algorithm(); }
+  // GEMM shapes that could not reuse their (N, K) reference algorithm (lt_gemm.h).
+  int64_t gemm_fallback_plans() const { return lt_->fallback_plan_count(); }
+
+ private:
+  void activate() const;
+
+  int device_;
+  std::string description_;
+  // Destroyed in reverse order: the FP8 GEMM (it uses the cuBLASLt wrapper),
+  // the wrapper, then the stream.
+  StreamHandle stream_;
+  std::unique_ptr<LtGemm> lt_;
+  std::unique_ptr<Fp8Gemm> fp8_;
+};
+
+}  // namespace fp8rl::cuda
