@@ -1,0 +1,96 @@
+// AVX-512 GEMM kernels (F, BW, VL; compiled with those -m flags and
+// entered only after detect_simd_level() says the CPU and OS support them).
+#if defined(__x86_64__)
+
+// GCC 12's AVX-512 headers trip its own -Wuninitialized (_mm512_undefined_ps
+// initializes a variable from itself; GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
+
+#include "gemm_microkernel.h"
+
+namespace fp8rl::cpu {
+namespace {
+
+struct Avx512 {
+  using V = __m512;
+  static constexpr int kWidth = 16;
+  // 4 x 4 micro-tiles hold 16 accumulators; short tails trade rows for
+  // columns so that a tile keeps 12-16 independent FMA chains in flight.
+  static constexpr int kMaxRows = 4;
+  static constexpr int cols_for_rows(int rows) { return rows == 1 ? 16 : rows == 2 ? 8 : 4; }
+
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+
+  // The reduction tree for 16 accumulators at once, as a transpose: each step
+  // adds the upper half of every lane set to its lower half and packs two
+  // accumulators' halves into one register. Accumulator order goes in
+  // transposed (4 x 4) so that output t lands in lane t.
+  template <int C>
+  static void reduce(const V (&acc)[C][1], float* out) {
+    static_assert(C <= 16, "one register of results");
+    V v[16];
+    FP8RL_UNROLL for (int t = 0; t < 16; ++t) {
+      const int source = (t % 4) * 4 + t / 4;
+      v[t] = source < C ? acc[source][0] : zero();
+    }
+    V s8[8], s4[4], s2[2];
+    FP8RL_UNROLL for (int p = 0; p < 8; ++p)  // [a0..7 | b0..7] + [a8..15 | b8..15]
+      s8[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44),
+                            _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
+    FP8RL_UNROLL for (int p = 0; p < 4; ++p)  // quarters 0,2 of both + quarters 1,3 of both
+      s4[p] = _mm512_add_ps(_mm512_shuffle_f32x4(s8[2 * p], s8[2 * p + 1], 0x88),
+                            _mm512_shuffle_f32x4(s8[2 * p], s8[2 * p + 1], 0xDD));
+    FP8RL_UNROLL for (int p = 0; p < 2; ++p)  // within each quarter: lanes 0,1 + lanes 2,3
+      s2[p] = _mm512_add_ps(_mm512_shuffle_ps(s4[2 * p], s4[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                            _mm512_shuffle_ps(s4[2 * p], s4[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const V s1 = _mm512_add_ps(_mm512_shuffle_ps(s2[0], s2[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                               _mm512_shuffle_ps(s2[0], s2[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, s1);
+    for (int t = 0; t < C; ++t) out[t] = lanes[t];
+  }
+
+  // E4M3 byte s.eeee.mmm -> FP16 bits s.0eeee.mmm0000000, which is the same
+  // number times 2^-8 for normals and subnormals alike; F16C widens it exactly
+  // and * 256 undoes the offset. NaN codes become the FP16 NaN that widens to
+  // sign | 0x7FC00000, what fp8_decode returns. The scale multiply is separate
+  // (not folded into 256) so the single rounding matches dequantize_value.
+  static void decode_fp8_16(const uint8_t* codes, float scale, float* out) {
+    const __m256i bytes = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
+    __m256i half = _mm256_and_si256(_mm256_srai_epi16(_mm256_slli_epi16(bytes, 8), 1),
+                                    _mm256_set1_epi16(static_cast<short>(0xBFFF)));
+    const __mmask16 nan = _mm256_cmpeq_epi16_mask(_mm256_and_si256(bytes, _mm256_set1_epi16(0x7F)),
+                                                  _mm256_set1_epi16(0x7F));
+    const __m256i nan_half = _mm256_or_si256(_mm256_and_si256(half, _mm256_set1_epi16(static_cast<short>(0x8000))),
+                                             _mm256_set1_epi16(0x7E00));
+    half = _mm256_mask_mov_epi16(half, nan, nan_half);
+    const __m512 value = _mm512_mul_ps(_mm512_cvtph_ps(half), _mm512_set1_ps(256.0f));
+    _mm512_storeu_ps(out, _mm512_mul_ps(value, _mm512_set1_ps(scale)));
+  }
+
+  static void decode_bf16_16(const uint16_t* bits, float* out) {
+    const __m512i words = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits)));
+    _mm512_storeu_ps(out, _mm512_castsi512_ps(_mm512_slli_epi32(words, 16)));
+  }
+};
+
+constexpr GemmKernels kAvx512Kernels = gemm::make_gemm_kernels<Avx512>(SimdLevel::avx512);
+
+}  // namespace
+
+const GemmKernels& avx512_gemm_kernels() { return kAvx512Kernels; }
+
+}  // namespace fp8rl::cpu
+
+#endif  // __x86_64__
