@@ -68,17 +68,4 @@ class Backend {
                          DType c_dtype) = 0;
 };
 
-// Shape and layout checks shared by every backend's gemm_fp8.
-inline void check_gemm_fp8_operands(const Fp8Matrix& a, const Fp8Matrix& w) {
-  require(a.codes && a.scales && w.codes && w.scales, "gemm_fp8: null operand");
-  require(a.cols == w.cols, "gemm_fp8: A is [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
-                                "] but W is [" + std::to_string(w.rows) + ", " + std::to_string(w.cols) +
-                                "]: the K dimensions differ");
-  require(a.rows >= 0 && w.rows >= 0 && a.cols > 0, "gemm_fp8: dimensions must be positive");
-  require(a.layout == BlockLayout::tile_1x128, "gemm_fp8: A must be quantized in 1x128 tiles");
-  require(w.layout == BlockLayout::block_128x128 || w.layout == BlockLayout::tile_1x128,
-          "gemm_fp8: W must be quantized in 128x128 blocks or 1x128 tiles");
-  require(a.format == Fp8Format::e4m3 && w.format == Fp8Format::e4m3, "gemm_fp8: operands must be E4M3");
-}
-
 }  // namespace fp8rl

@@ -1,4 +1,5 @@
 #include "cuda_backend_impl.h"
+#include "../backend_checks.h"
 
 #include <cstdio>
 
@@ -109,12 +110,7 @@ void CudaBackend::gemm_fp8(const Fp8Matrix& a, const Fp8Matrix& w, void* c, DTyp
 
 void CudaBackend::gemm_bf16(const uint16_t* a, const uint16_t* w, int64_t m, int64_t n, int64_t k, void* c,
                             DType c_dtype) {
-  require(a && w, "gemm_bf16: null operand");
-  require(m >= 0 && n >= 0 && k > 0, "gemm_bf16: bad shape M=" + std::to_string(m) + " N=" + std::to_string(n) +
-                                         " K=" + std::to_string(k) + " (M, N non-negative, K positive)");
-  require(c_dtype == DType::f32 || c_dtype == DType::bf16, "gemm_bf16: output dtype must be f32 or bf16");
-  if (m == 0 || n == 0) return;
-  require(c != nullptr, "gemm_bf16: null output");
+  if (!check_gemm_bf16_args(a, w, m, n, k, c, c_dtype)) return;
   activate();
   LtMatmul mm;
   mm.kind = LtKind::bf16;

@@ -1,4 +1,5 @@
 #include "fp8_gemm.h"
+#include "../backend_checks.h"
 
 #include "lt_scales.h"
 
@@ -31,11 +32,8 @@ const float* fit_scales(const float* scales, const ScaleRepack& repack, DeviceBu
 }  // namespace
 
 void Fp8Gemm::run(const Fp8Matrix& a, const Fp8Matrix& w, void* c, DType c_dtype, cudaStream_t stream) {
-  check_gemm_fp8_operands(a, w);
-  require(c_dtype == DType::f32 || c_dtype == DType::bf16, "gemm_fp8: output dtype must be f32 or bf16");
+  if (!check_gemm_fp8_args(a, w, c, c_dtype)) return;
   const int64_t m = a.rows, n = w.rows, k = a.cols;
-  if (m == 0 || n == 0) return;
-  require(c != nullptr, "gemm_fp8: null output");
   const int64_t m_pad = round_up(m, 4), n_pad = round_up(n, 8), k_pad = round_up(k, 16);
   const int64_t k_blocks = ceil_div(k, kQuantBlock);  // == ceil_div(k_pad, kQuantBlock)
   const bool w_blocks = w.layout == BlockLayout::block_128x128;

@@ -1,4 +1,5 @@
 #include "quantize_kernels.h"
+#include "../backend_checks.h"
 
 #include <algorithm>
 
@@ -184,13 +185,6 @@ __global__ void dequantize_kernel(Fp8Matrix m, float* output) {
   }
 }
 
-// The same argument checks as the CPU backend, so both refuse the same calls.
-bool known(Fp8Format format) { return format == Fp8Format::e4m3 || format == Fp8Format::e5m2; }
-bool known(BlockLayout layout) {
-  return layout == BlockLayout::tile_1x128 || layout == BlockLayout::tile_1x128_transposed ||
-         layout == BlockLayout::block_128x128;
-}
-
 unsigned grid_size(int64_t work_items) { return static_cast<unsigned>(std::clamp<int64_t>(work_items, 1, kMaxGrid)); }
 
 template <typename T>
@@ -222,12 +216,7 @@ void launch_quantize(const T* input, const QuantArgs& a, BlockLayout layout, uin
 
 void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec,
               uint8_t* codes, float* scales, cudaStream_t stream) {
-  require(input && codes && scales, "quantize: null pointer");
-  require(rows > 0 && cols > 0, "quantize: rows and cols must be positive");
-  require(input_dtype == DType::f32 || input_dtype == DType::bf16, "quantize: input dtype must be f32 or bf16");
-  require(known(spec.format) && known(spec.layout), "quantize: unknown FP8 format or block layout");
-  require(spec.scale_format == ScaleFormat::fp32 || spec.scale_format == ScaleFormat::pow2,
-          "quantize: unknown scale format");
+  check_quantize_args(input, input_dtype, rows, cols, spec, codes, scales);
   const QuantArgs args{rows, cols, spec.format, spec.scale_format, spec.saturate};
   if (input_dtype == DType::bf16)
     launch_quantize(static_cast<const uint16_t*>(input), args, spec.layout, codes, scales, stream);
@@ -236,9 +225,7 @@ void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, 
 }
 
 void dequantize(const Fp8Matrix& matrix, float* output, cudaStream_t stream) {
-  require(matrix.codes && matrix.scales && output, "dequantize: null pointer");
-  require(matrix.rows > 0 && matrix.cols > 0, "dequantize: rows and cols must be positive");
-  require(known(matrix.format) && known(matrix.layout), "dequantize: unknown FP8 format or block layout");
+  check_dequantize_args(matrix, output);
   constexpr int kThreads = 256;
   dequantize_kernel<<<grid_size(ceil_div(matrix.rows * matrix.cols, kThreads)), kThreads, 0, stream>>>(matrix, output);
   check_launch("dequantize kernel launch");
