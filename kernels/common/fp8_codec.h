@@ -36,46 +36,40 @@ FP8RL_HD uint32_t shift_right_rne(uint32_t significand, int shift) {
   const uint32_t kept = significand >> shift;
   const uint32_t rest = significand & ((1u << shift) - 1u);
   const uint32_t half = 1u << (shift - 1);
-  return kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
+  const uint32_t round_up = static_cast<uint32_t>(rest > half) | (static_cast<uint32_t>(rest == half) & kept);
+  return kept + (round_up & 1u);
 }
 
-FP8RL_HD uint8_t fp8_overflow_code(const Fp8Traits& t, bool saturate) {
-  if (saturate) return t.max_code;
-  return t.has_infinity ? static_cast<uint8_t>(t.max_code + 1) : t.nan_code;
+FP8RL_HD uint32_t fp8_overflow_code(const Fp8Traits& t, bool saturate) {
+  const uint32_t unsaturated = t.has_infinity ? t.max_code + 1u : t.nan_code;
+  return saturate ? t.max_code : unsaturated;
 }
 
-// Magnitude code of a finite, non-negative float given as bits.
-FP8RL_HD uint8_t fp8_encode_magnitude(uint32_t abs_bits, const Fp8Traits& t, bool saturate) {
-  const int min_normal_exponent = 1 - t.bias;
-  const int max_exponent = (t.has_infinity ? (1 << t.exponent_bits) - 2 : (1 << t.exponent_bits) - 1) - t.bias;
-  const int biased32 = static_cast<int>(abs_bits >> 23);
-  if (biased32 == 0) return 0;  // fp32 zero or subnormal: far below half the smallest fp8 subnormal
-  const int exponent = biased32 - 127;
-  if (exponent > max_exponent) return fp8_overflow_code(t, saturate);
-  const uint32_t significand = (abs_bits & 0x7FFFFFu) | 0x800000u;  // 24 bits, implicit one
-  uint32_t code;
-  if (exponent < min_normal_exponent) {
-    // Subnormal target: count quanta of 2^(min_normal_exponent - mantissa_bits).
-    const int shift = 23 - t.mantissa_bits + (min_normal_exponent - exponent);
-    if (shift >= 25) return 0;
-    code = shift_right_rne(significand, shift);  // may round up into the smallest normal: same bits
-  } else {
-    const uint32_t rounded = shift_right_rne(significand, 23 - t.mantissa_bits);
-    // A carry out of the mantissa bumps the exponent field, which is exactly right.
-    code = (static_cast<uint32_t>(exponent + t.bias) << t.mantissa_bits) + rounded - (1u << t.mantissa_bits);
-  }
-  if (code > t.max_code) return fp8_overflow_code(t, saturate);
-  return static_cast<uint8_t>(code);
+// Rounded magnitude code of a non-NaN float given as |bits|, before the
+// overflow check: values past the largest finite FP8 give codes > max_code.
+// Written without branches (selects only) so that CPU loops vectorize and GPU
+// warps do not diverge.
+FP8RL_HD uint32_t fp8_unchecked_magnitude(uint32_t abs_bits, const Fp8Traits& t) {
+  const int exponent = static_cast<int>(abs_bits >> 23) - 127;
+  const uint32_t significand = (abs_bits & 0x7FFFFFu) | 0x800000u;  // fp32 subnormals round to 0 regardless
+  // Below the smallest normal the target quantum stays 2^(1 - bias - mantissa_bits): shift further.
+  const int below_normal = 1 - t.bias - exponent;
+  const int shift = 23 - t.mantissa_bits + (below_normal > 0 ? below_normal : 0);
+  const uint32_t rounded = shift_right_rne(significand, shift < 31 ? shift : 31);
+  // rounded includes the implicit one (or a carry) at bit mantissa_bits, so adding it to
+  // (biased exponent - 1) << mantissa_bits yields the code; subnormals have no exponent part.
+  const int exponent_part = exponent + t.bias - 1;
+  return (static_cast<uint32_t>(exponent_part > 0 ? exponent_part : 0) << t.mantissa_bits) + rounded;
 }
 
 FP8RL_HD uint8_t fp8_encode(float x, Fp8Format format, bool saturate) {
   const Fp8Traits t = fp8_traits(format);
   const uint32_t bits = float_bits(x);
-  const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
   const uint32_t abs_bits = bits & 0x7FFFFFFFu;
-  if (is_nan_bits(bits)) return static_cast<uint8_t>(sign | t.nan_code);
-  if (abs_bits == 0x7F800000u) return static_cast<uint8_t>(sign | fp8_overflow_code(t, saturate));
-  return static_cast<uint8_t>(sign | fp8_encode_magnitude(abs_bits, t, saturate));
+  const uint32_t code = fp8_unchecked_magnitude(abs_bits, t);
+  uint32_t magnitude = code > t.max_code ? fp8_overflow_code(t, saturate) : code;  // +-Inf lands here too
+  magnitude = abs_bits > 0x7F800000u ? t.nan_code : magnitude;
+  return static_cast<uint8_t>(((bits >> 24) & 0x80u) | magnitude);
 }
 
 FP8RL_HD bool fp8_is_nan(uint8_t code, Fp8Format format) {

@@ -4,28 +4,105 @@
 
 #include "../common/bf16_codec.h"
 
+// The two loops that touch every element are compiled for several ISAs and
+// picked at load time (GCC/Clang function multiversioning). The shared codec
+// is branch-free, so each clone vectorizes; all clones compute the same bits
+// because the math is integer and IEEE division only.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define FP8RL_ISA_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define FP8RL_ISA_CLONES
+#endif
+
 namespace fp8rl::cpu {
 namespace {
 
-float load_element(const void* input, DType dtype, int64_t index) {
-  if (dtype == DType::bf16) return bf16_decode(static_cast<const uint16_t*>(input)[index]);
-  return static_cast<const float*>(input)[index];
+FP8RL_ISA_CLONES float span_amax(const float* values, int64_t count) {
+  uint32_t amax_bits = 0;
+  for (int64_t i = 0; i < count; ++i) amax_bits = std::max(amax_bits, finite_magnitude_bits(values[i]));
+  return bits_float(amax_bits);
 }
 
-// Quantizes the rectangle [row0, row0+nrows) x [col0, col0+ncols) of input
-// with one shared scale stored at scales[scale_at].
-void quantize_block(const void* input, DType dtype, int64_t rows, int64_t cols, const QuantSpec& spec,
-                    int64_t row0, int64_t nrows, int64_t col0, int64_t ncols, uint8_t* codes, float* scales,
-                    int64_t scale_at) {
-  float amax = 0.0f;
-  for (int64_t r = row0; r < row0 + nrows; ++r)
-    for (int64_t c = col0; c < col0 + ncols; ++c) amax = amax_update(amax, load_element(input, dtype, r * cols + c));
-  const float scale = block_scale(amax, spec.format, spec.scale_format);
-  scales[scale_at] = scale;
-  for (int64_t r = row0; r < row0 + nrows; ++r)
-    for (int64_t c = col0; c < col0 + ncols; ++c)
-      codes[code_index(spec.layout, rows, cols, r, c)] =
-          quantize_value(load_element(input, dtype, r * cols + c), scale, spec.format, spec.saturate);
+template <Fp8Format kFormat>
+inline void encode_span_as(const float* values, int64_t count, float scale, bool saturate, uint8_t* codes) {
+  for (int64_t i = 0; i < count; ++i) codes[i] = quantize_value(values[i], scale, kFormat, saturate);
+}
+
+FP8RL_ISA_CLONES void encode_span(const float* values, int64_t count, float scale, const QuantSpec& spec,
+                                  uint8_t* codes) {
+  if (spec.format == Fp8Format::e4m3)
+    encode_span_as<Fp8Format::e4m3>(values, count, scale, spec.saturate, codes);
+  else
+    encode_span_as<Fp8Format::e5m2>(values, count, scale, spec.saturate, codes);
+}
+
+// Up to 128 consecutive input elements as floats: f32 input is used in place,
+// BF16 input is widened into `buffer` [128].
+const float* load_span(const void* input, DType dtype, int64_t offset, int64_t count, float* buffer) {
+  if (dtype == DType::f32) return static_cast<const float*>(input) + offset;
+  const uint16_t* bf16 = static_cast<const uint16_t*>(input) + offset;
+  for (int64_t i = 0; i < count; ++i) buffer[i] = bf16_decode(bf16[i]);
+  return buffer;
+}
+
+struct Matrix {
+  const void* data;
+  DType dtype;
+  int64_t rows;
+  int64_t cols;
+};
+
+// 1x128 tiles of one row: each tile is contiguous in the input and the codes.
+void quantize_row_tiles(const Matrix& x, const QuantSpec& spec, int64_t row, uint8_t* codes, float* scales) {
+  float buffer[kQuantBlock];
+  const int64_t tiles = ceil_div(x.cols, kQuantBlock);
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t c0 = t * kQuantBlock, width = std::min(kQuantBlock, x.cols - c0);
+    const float* values = load_span(x.data, x.dtype, row * x.cols + c0, width, buffer);
+    const float scale = block_scale(span_amax(values, width), spec.format, spec.scale_format);
+    scales[row * tiles + t] = scale;
+    encode_span(values, width, scale, spec, codes + row * x.cols + c0);
+  }
+}
+
+// 128x128 blocks of one band of rows: amax over the block, then encode row by row.
+void quantize_band_blocks(const Matrix& x, const QuantSpec& spec, int64_t band, uint8_t* codes, float* scales) {
+  float buffer[kQuantBlock];
+  const int64_t r0 = band * kQuantBlock, height = std::min(kQuantBlock, x.rows - r0);
+  const int64_t blocks = ceil_div(x.cols, kQuantBlock);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t c0 = b * kQuantBlock, width = std::min(kQuantBlock, x.cols - c0);
+    float amax = 0.0f;
+    for (int64_t r = r0; r < r0 + height; ++r)
+      amax = std::max(amax, span_amax(load_span(x.data, x.dtype, r * x.cols + c0, width, buffer), width));
+    const float scale = block_scale(amax, spec.format, spec.scale_format);
+    scales[band * blocks + b] = scale;
+    for (int64_t r = r0; r < r0 + height; ++r)
+      encode_span(load_span(x.data, x.dtype, r * x.cols + c0, width, buffer), width, scale, spec,
+                  codes + r * x.cols + c0);
+  }
+}
+
+// Transposed 1x128 tiles of one band of rows: each 128x128 piece is transposed
+// into `columns` [128 cols][128 rows], so every tile becomes contiguous.
+void quantize_band_transposed(const Matrix& x, const QuantSpec& spec, int64_t band, uint8_t* codes,
+                              float* scales) {
+  float buffer[kQuantBlock];
+  static thread_local float columns[kQuantBlock][kQuantBlock];
+  const int64_t r0 = band * kQuantBlock, height = std::min(kQuantBlock, x.rows - r0);
+  const int64_t bands = ceil_div(x.rows, kQuantBlock);
+  for (int64_t c0 = 0; c0 < x.cols; c0 += kQuantBlock) {
+    const int64_t width = std::min(kQuantBlock, x.cols - c0);
+    for (int64_t r = 0; r < height; ++r) {
+      const float* row = load_span(x.data, x.dtype, (r0 + r) * x.cols + c0, width, buffer);
+      for (int64_t c = 0; c < width; ++c) columns[c][r] = row[c];
+    }
+    for (int64_t c = 0; c < width; ++c) {
+      const float scale = block_scale(span_amax(columns[c], height), spec.format, spec.scale_format);
+      scales[(c0 + c) * bands + band] = scale;
+      encode_span(columns[c], height, scale, spec, codes + (c0 + c) * x.rows + r0);
+    }
+  }
 }
 
 }  // namespace
@@ -36,19 +113,13 @@ int64_t quantize_work_units(BlockLayout layout, int64_t rows) {
 
 void quantize_units(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec,
                     uint8_t* codes, float* scales, int64_t unit_begin, int64_t unit_end) {
+  const Matrix x{input, input_dtype, rows, cols};
   for (int64_t unit = unit_begin; unit < unit_end; ++unit) {
-    if (spec.layout == BlockLayout::tile_1x128) {
-      for (int64_t c0 = 0; c0 < cols; c0 += kQuantBlock)
-        quantize_block(input, input_dtype, rows, cols, spec, unit, 1, c0, std::min(kQuantBlock, cols - c0), codes,
-                       scales, scale_index(spec.layout, rows, cols, unit, c0));
-      continue;
+    switch (spec.layout) {
+      case BlockLayout::tile_1x128: quantize_row_tiles(x, spec, unit, codes, scales); break;
+      case BlockLayout::block_128x128: quantize_band_blocks(x, spec, unit, codes, scales); break;
+      case BlockLayout::tile_1x128_transposed: quantize_band_transposed(x, spec, unit, codes, scales); break;
     }
-    const int64_t r0 = unit * kQuantBlock;
-    const int64_t band = std::min(kQuantBlock, rows - r0);
-    const int64_t block_cols = spec.layout == BlockLayout::tile_1x128_transposed ? 1 : kQuantBlock;
-    for (int64_t c0 = 0; c0 < cols; c0 += block_cols)
-      quantize_block(input, input_dtype, rows, cols, spec, r0, band, c0, std::min(block_cols, cols - c0), codes,
-                     scales, scale_index(spec.layout, rows, cols, r0, c0));
   }
 }
 
