@@ -13,20 +13,9 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "support/float_bits.h"
 
 namespace fp8rl::test {
-
-inline uint32_t bits_of(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
-
-inline float float_of(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
 
 // OCP E4M3 (e4m3fn) from its fields: bias 7, no infinity, S.1111.111 is NaN.
 inline double e4m3_value(uint8_t code) {

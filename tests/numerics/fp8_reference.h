@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/common/fp8_codec.h"
+#include "support/float_bits.h"
 
 namespace fp8rl::test {
 
@@ -97,18 +98,6 @@ inline uint8_t ref_encode(double v, Fp8Format format, bool saturate) {
   uint8_t code = static_cast<uint8_t>(k);
   if (k > f.max_code) code = saturate ? f.max_code : static_cast<uint8_t>(f.max_code + 1);  // NaN 0x7F / Inf 0x7C
   return static_cast<uint8_t>((std::signbit(v) ? 0x80 : 0x00) | code);
-}
-
-inline uint32_t bits_of(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
-
-inline float float_of(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
 }
 
 inline const char* format_name(Fp8Format format) { return format == Fp8Format::e4m3 ? "e4m3" : "e5m2"; }
