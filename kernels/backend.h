@@ -2,7 +2,9 @@
 // reference; the CUDA backend (kernels/cuda) implements the same operations and
 // is tested against it. All pointers passed to an operation are memory of that
 // backend (allocate/upload/download move data in and out). Operations report
-// failures by throwing fp8rl::Error.
+// failures by throwing fp8rl::Error. On a device backend, operations are queued
+// and return early; download() and synchronize() wait, and an error raised by
+// a queued kernel surfaces there.
 #pragma once
 
 #include <cstddef>
