@@ -1,6 +1,7 @@
 #include "quantize_cpu.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "../common/bf16_codec.h"
 
@@ -84,23 +85,23 @@ void quantize_band_blocks(const Matrix& x, const QuantSpec& spec, int64_t band, 
 }
 
 // Transposed 1x128 tiles of one band of rows: each 128x128 piece is transposed
-// into `columns` [128 cols][128 rows], so every tile becomes contiguous.
+// into `columns` [128 cols, 128 rows], so every tile becomes contiguous.
 void quantize_band_transposed(const Matrix& x, const QuantSpec& spec, int64_t band, uint8_t* codes,
-                              float* scales) {
+                              float* scales, float* columns) {
   float buffer[kQuantBlock];
-  static thread_local float columns[kQuantBlock][kQuantBlock];
   const int64_t r0 = band * kQuantBlock, height = std::min(kQuantBlock, x.rows - r0);
   const int64_t bands = ceil_div(x.rows, kQuantBlock);
   for (int64_t c0 = 0; c0 < x.cols; c0 += kQuantBlock) {
     const int64_t width = std::min(kQuantBlock, x.cols - c0);
     for (int64_t r = 0; r < height; ++r) {
       const float* row = load_span(x.data, x.dtype, (r0 + r) * x.cols + c0, width, buffer);
-      for (int64_t c = 0; c < width; ++c) columns[c][r] = row[c];
+      for (int64_t c = 0; c < width; ++c) columns[c * kQuantBlock + r] = row[c];
     }
     for (int64_t c = 0; c < width; ++c) {
-      const float scale = block_scale(span_amax(columns[c], height), spec.format, spec.scale_format);
+      const float* column = columns + c * kQuantBlock;
+      const float scale = block_scale(span_amax(column, height), spec.format, spec.scale_format);
       scales[(c0 + c) * bands + band] = scale;
-      encode_span(columns[c], height, scale, spec, codes + (c0 + c) * x.rows + r0);
+      encode_span(column, height, scale, spec, codes + (c0 + c) * x.rows + r0);
     }
   }
 }
@@ -114,12 +115,17 @@ int64_t quantize_work_units(BlockLayout layout, int64_t rows) {
 void quantize_units(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec,
                     uint8_t* codes, float* scales, int64_t unit_begin, int64_t unit_end) {
   const Matrix x{input, input_dtype, rows, cols};
+  if (spec.layout == BlockLayout::tile_1x128_transposed) {
+    std::vector<float> columns(kQuantBlock * kQuantBlock);  // 64 KiB: too large for every caller's stack
+    for (int64_t unit = unit_begin; unit < unit_end; ++unit)
+      quantize_band_transposed(x, spec, unit, codes, scales, columns.data());
+    return;
+  }
   for (int64_t unit = unit_begin; unit < unit_end; ++unit) {
-    switch (spec.layout) {
-      case BlockLayout::tile_1x128: quantize_row_tiles(x, spec, unit, codes, scales); break;
-      case BlockLayout::block_128x128: quantize_band_blocks(x, spec, unit, codes, scales); break;
-      case BlockLayout::tile_1x128_transposed: quantize_band_transposed(x, spec, unit, codes, scales); break;
-    }
+    if (spec.layout == BlockLayout::tile_1x128)
+      quantize_row_tiles(x, spec, unit, codes, scales);
+    else
+      quantize_band_blocks(x, spec, unit, codes, scales);
   }
 }
 
