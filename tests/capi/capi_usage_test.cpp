@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capi/capi_fixture.h"
@@ -194,4 +195,34 @@ TEST_CASE("FP8 and BF16 GEMMs on a case computed by hand") {
   std::fill(c.begin(), c.end(), 0.0f);
   REQUIRE(fp8rl_gemm_bf16(cpu.get(), a16.data(), 4, w16.data(), 6, 2, 3, 2, c.data(), FP8RL_DTYPE_F32, 6) == FP8RL_OK);
   CHECK(c == expected);
+}
+
+TEST_CASE("one context shared by two threads gives each the same result as running alone") {
+  CpuContext cpu;
+  const int64_t rows = 64, cols = 300;
+  std::vector<float> input(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) input[i] = std::cos(0.011f * static_cast<float>(i)) * 3.0f;
+  fp8rl_quantize_options options;
+  REQUIRE(fp8rl_quantize_options_init(&options) == FP8RL_OK);
+  int64_t code_count = 0, scale_count = 0;
+  REQUIRE(fp8rl_quantized_sizes(&options, rows, cols, &code_count, &scale_count) == FP8RL_OK);
+  std::vector<uint8_t> alone(code_count);
+  std::vector<float> alone_scales(scale_count);
+  REQUIRE(fp8rl_quantize(cpu.get(), &options, input.data(), FP8RL_DTYPE_F32, rows, cols, alone.data(), code_count,
+                         alone_scales.data(), scale_count) == FP8RL_OK);
+  auto worker = [&](bool* all_equal) {
+    std::vector<uint8_t> codes(code_count);
+    std::vector<float> scales(scale_count);
+    for (int i = 0; i < 50; ++i) {
+      const fp8rl_status status = fp8rl_quantize(cpu.get(), &options, input.data(), FP8RL_DTYPE_F32, rows, cols,
+                                                 codes.data(), code_count, scales.data(), scale_count);
+      *all_equal = *all_equal && status == FP8RL_OK && codes == alone && scales == alone_scales;
+    }
+  };
+  bool first = true, second = true;
+  std::thread a(worker, &first), b(worker, &second);
+  a.join();
+  b.join();
+  CHECK(first);
+  CHECK(second);
 }
