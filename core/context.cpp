@@ -10,11 +10,22 @@ int resolve_thread_count(int requested) {
   return hardware > 0 ? static_cast<int>(hardware) : 1;
 }
 
+namespace {
+
+BackendRequest with_threads(BackendRequest request, int num_threads) {
+  request.num_threads = num_threads;
+  return request;
+}
+
+}  // namespace
+
 Context::Context(const BackendRequest& request, const Logger& logger)
-    : logger_(logger), num_threads_(resolve_thread_count(request.num_threads)) {
-  BackendRequest resolved = request;
-  resolved.num_threads = num_threads_;
-  backend_ = create_backend(resolved, logger_);
+    : Context(create_backend(with_threads(request, resolve_thread_count(request.num_threads)), logger), logger,
+              resolve_thread_count(request.num_threads)) {}
+
+Context::Context(std::unique_ptr<Backend> backend, const Logger& logger, int num_threads)
+    : logger_(logger), num_threads_(num_threads), backend_(std::move(backend)) {
+  require(backend_ != nullptr, "context: no backend");
   description_ = backend_->description();
   logger_.log(LogLevel::info, "fp8rl context created on " + description_);
 }

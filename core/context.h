@@ -15,6 +15,8 @@ namespace fp8rl {
 class Context {
  public:
   Context(const BackendRequest& request, const Logger& logger);
+  // Runs on a backend the caller built (tests use this to stand in for a device).
+  Context(std::unique_ptr<Backend> backend, const Logger& logger, int num_threads);
 
   Backend& backend() { return *backend_; }
   const Logger& logger() const { return logger_; }
