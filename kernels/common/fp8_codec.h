@@ -73,26 +73,26 @@ FP8RL_HD uint8_t fp8_encode(float x, Fp8Format format, bool saturate) {
 }
 
 FP8RL_HD bool fp8_is_nan(uint8_t code, Fp8Format format) {
-  const uint8_t magnitude = code & 0x7F;
-  if (format == Fp8Format::e4m3) return magnitude == 0x7F;
-  return magnitude > 0x7C;
+  const uint32_t magnitude = code & 0x7Fu;
+  return format == Fp8Format::e4m3 ? magnitude == 0x7Fu : magnitude > 0x7Cu;
 }
 
+// Branch-free like fp8_encode: selects only, so decoding loops vectorize.
 FP8RL_HD float fp8_decode(uint8_t code, Fp8Format format) {
   const Fp8Traits t = fp8_traits(format);
   const uint32_t sign = static_cast<uint32_t>(code & 0x80) << 24;
   const uint32_t magnitude = code & 0x7Fu;
   const uint32_t mantissa = magnitude & ((1u << t.mantissa_bits) - 1u);
-  const int exponent_field = static_cast<int>(magnitude >> t.mantissa_bits);
-  if (fp8_is_nan(code, format)) return bits_float(sign | 0x7FC00000u);
-  if (t.has_infinity && magnitude == static_cast<uint32_t>(t.max_code + 1)) return bits_float(sign | 0x7F800000u);
-  if (exponent_field == 0) {
-    // Subnormal: mantissa * 2^(1 - bias - mantissa_bits), exact in fp32.
-    const uint32_t unit = static_cast<uint32_t>(127 + 1 - t.bias - t.mantissa_bits) << 23;
-    return bits_float(sign | float_bits(static_cast<float>(mantissa) * bits_float(unit)));
-  }
-  const uint32_t biased32 = static_cast<uint32_t>(exponent_field - t.bias + 127);
-  return bits_float(sign | (biased32 << 23) | (mantissa << (23 - t.mantissa_bits)));
+  const uint32_t exponent_field = magnitude >> t.mantissa_bits;
+  // Subnormal: mantissa * 2^(1 - bias - mantissa_bits), exact in fp32.
+  const float subnormal_unit = bits_float(static_cast<uint32_t>(127 + 1 - t.bias - t.mantissa_bits) << 23);
+  const uint32_t subnormal = float_bits(static_cast<float>(mantissa) * subnormal_unit);
+  const uint32_t normal = ((exponent_field + static_cast<uint32_t>(127 - t.bias)) << 23) |
+                          (mantissa << (23 - t.mantissa_bits));
+  uint32_t bits = exponent_field == 0 ? subnormal : normal;
+  bits = (t.has_infinity & (magnitude == t.max_code + 1u)) ? 0x7F800000u : bits;
+  bits = fp8_is_nan(code, format) ? 0x7FC00000u : bits;
+  return bits_float(sign | bits);
 }
 
 }  // namespace fp8rl

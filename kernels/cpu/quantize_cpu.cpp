@@ -37,6 +37,14 @@ FP8RL_ISA_CLONES void encode_span(const float* values, int64_t count, float scal
     encode_span_as<Fp8Format::e5m2>(values, count, scale, spec.saturate, codes);
 }
 
+// One tile of codes back to floats (a contiguous run sharing one scale).
+void decode_span(const uint8_t* codes, int64_t count, float scale, Fp8Format format, float* values) {
+  if (format == Fp8Format::e4m3)
+    for (int64_t i = 0; i < count; ++i) values[i] = dequantize_value(codes[i], scale, Fp8Format::e4m3);
+  else
+    for (int64_t i = 0; i < count; ++i) values[i] = dequantize_value(codes[i], scale, Fp8Format::e5m2);
+}
+
 // Up to 128 consecutive input elements as floats: f32 input is used in place,
 // BF16 input is widened into `buffer` [128].
 const float* load_span(const void* input, DType dtype, int64_t offset, int64_t count, float* buffer) {
@@ -131,11 +139,18 @@ void quantize_units(const void* input, DType input_dtype, int64_t rows, int64_t 
 
 void dequantize_rows(const Fp8Matrix& matrix, float* output, int64_t row_begin, int64_t row_end) {
   const int64_t rows = matrix.rows, cols = matrix.cols;
+  if (matrix.layout == BlockLayout::tile_1x128_transposed) {  // codes are column-major: no contiguous rows
+    for (int64_t r = row_begin; r < row_end; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        output[r * cols + c] = dequantize_value(matrix.codes[code_index(matrix.layout, rows, cols, r, c)],
+                                                matrix.scales[scale_index(matrix.layout, rows, cols, r, c)],
+                                                matrix.format);
+    return;
+  }
   for (int64_t r = row_begin; r < row_end; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      output[r * cols + c] = dequantize_value(matrix.codes[code_index(matrix.layout, rows, cols, r, c)],
-                                              matrix.scales[scale_index(matrix.layout, rows, cols, r, c)],
-                                              matrix.format);
+    for (int64_t c0 = 0; c0 < cols; c0 += kQuantBlock)
+      decode_span(matrix.codes + r * cols + c0, std::min(kQuantBlock, cols - c0),
+                  matrix.scales[scale_index(matrix.layout, rows, cols, r, c0)], matrix.format, output + r * cols + c0);
 }
 
 }  // namespace fp8rl::cpu
