@@ -19,6 +19,11 @@ struct Avx2 {
 
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V load_operand(const float* p) {
+    V v = _mm256_loadu_ps(p);
+    asm("" : "+x"(v));  // see gemm_avx512.cpp
+    return v;
+  }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 

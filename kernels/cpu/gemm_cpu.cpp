@@ -41,6 +41,13 @@ void decode_rows(const GemmKernels& kernels, const GemmOperand& operand, int64_t
   kernels.decode_bf16_rows(operand.bf16, k, row_begin, row_end, out, ld);
 }
 
+// One row of A against W rows [n0, n0 + cols), W decoded inside the kernel.
+void multiply_row(const GemmKernels& kernels, const GemmOperand& w, int64_t k, const float* a, int64_t n0,
+                  int64_t cols, int64_t kp, float* c) {
+  if (w.fp8) return kernels.multiply_row_fp8(a, *w.fp8, n0, n0 + cols, kp, c);
+  kernels.multiply_row_bf16(a, w.bf16, k, n0, n0 + cols, kp, c);
+}
+
 float canonical(float x) { return x != x ? bits_float(kCanonicalNan) : x; }
 
 void canonicalize_nans(float* c, int64_t rows, int64_t cols, int64_t ldc) {
@@ -75,7 +82,8 @@ struct GemmCall {
 
 // Task t covers C rows [mb * MB, ...) x columns [nb * NB, ...) with
 // nb = t / m_blocks: consecutive tasks share a W panel, so a thread with a
-// contiguous run of tasks decodes each panel once.
+// contiguous run of tasks decodes each panel once. A single row of A uses W
+// once per element: it skips the panel and decodes W in the kernel.
 void run_tasks(const GemmCall& call, IndexRange tasks, const ThreadScratch& scratch) {
   if (tasks.begin == tasks.end) return;
   float* panel = scratch.panel;
@@ -90,19 +98,24 @@ void run_tasks(const GemmCall& call, IndexRange tasks, const ThreadScratch& scra
     const int64_t nb = task / b.m_blocks, mb = task % b.m_blocks;
     const int64_t n0 = nb * b.panel_rows, cols = std::min(b.panel_rows, call.n - n0);
     const int64_t m0 = mb * b.block_rows, rows = std::min(b.block_rows, call.m - m0);
-    if (nb != decoded_panel) {
+    const bool single_row = call.m == 1;
+    if (!single_row && nb != decoded_panel) {
       decode_rows(call.kernels, call.w, call.k, n0, n0 + cols, panel, call.kp);
       const int64_t padded = ceil_div(cols, call.kernels.panel_rows_multiple) * call.kernels.panel_rows_multiple;
       std::fill(panel + cols * call.kp, panel + padded * call.kp, 0.0f);
       decoded_panel = nb;
     }
     const float* a = a_rows + m0 * call.kp;
+    const auto multiply = [&](float* c, int64_t ldc) {
+      if (single_row) return multiply_row(call.kernels, call.w, call.k, a, n0, cols, call.kp, c);
+      call.kernels.multiply_block(a, rows, panel, cols, call.kp, c, ldc, scratch.lanes);
+    };
     if (call.c_dtype == DType::f32) {
       float* c = static_cast<float*>(call.c) + m0 * call.n + n0;
-      call.kernels.multiply_block(a, rows, panel, cols, call.kp, c, call.n, scratch.lanes);
+      multiply(c, call.n);
       canonicalize_nans(c, rows, cols, call.n);
     } else {
-      call.kernels.multiply_block(a, rows, panel, cols, call.kp, scratch.c_block, cols, scratch.lanes);
+      multiply(scratch.c_block, cols);
       encode_bf16(scratch.c_block, rows, cols, static_cast<uint16_t*>(call.c) + m0 * call.n + n0, call.n);
     }
   }
@@ -118,11 +131,13 @@ std::vector<ThreadScratch> reserve_thread_scratch(GemmWorkspace& workspace, cons
   workspace.lanes.resize(size);
   const int64_t a_floats = blocking.m_blocks == 1 ? m * kp : 0;
   const int64_t c_floats = c_dtype == DType::bf16 ? blocking.block_rows * blocking.panel_rows : 0;
-  const int64_t lane_floats = kp > kGemmDepthChunk ? kernels.lane_scratch_floats(blocking.panel_rows) : 0;
+  const bool panels = m > 1;  // see run_tasks
+  const int64_t panel_floats = panels ? blocking.panel_rows * kp : 0;
+  const int64_t lane_floats = panels && kp > kGemmDepthChunk ? kernels.lane_scratch_floats(blocking.panel_rows) : 0;
   std::vector<ThreadScratch> scratch;
   for (size_t t = 0; t < size; ++t)
     scratch.push_back(ThreadScratch{workspace.a_blocks[t].reserve(static_cast<size_t>(a_floats)),
-                                    workspace.panels[t].reserve(static_cast<size_t>(blocking.panel_rows * kp)),
+                                    workspace.panels[t].reserve(static_cast<size_t>(panel_floats)),
                                     workspace.c_blocks[t].reserve(static_cast<size_t>(c_floats)),
                                     workspace.lanes[t].reserve(static_cast<size_t>(lane_floats))});
   return scratch;

@@ -41,6 +41,15 @@ struct GemmKernels {
   // floats, needed (and touched) only when kp > kGemmDepthChunk.
   void (*multiply_block)(const float* a, int64_t m, const float* w, int64_t n, int64_t kp, float* c, int64_t ldc,
                          float* lanes);
+  // c[j - row_begin] = dot(a, W[j, :]) for j in [row_begin, row_end): the
+  // bits of decoding those rows and calling multiply_block with m = 1, but
+  // with W decoded in registers. a [kp] (kp = K rounded up to a multiple of
+  // kGemmLanes); W an E4M3 matrix as for decode_fp8_rows, or raw BF16 bits
+  // [rows, k].
+  void (*multiply_row_fp8)(const float* a, const Fp8Matrix& w, int64_t row_begin, int64_t row_end, int64_t kp,
+                           float* c);
+  void (*multiply_row_bf16)(const float* a, const uint16_t* w, int64_t k, int64_t row_begin, int64_t row_end,
+                            int64_t kp, float* c);
 
   int64_t lane_scratch_floats(int64_t n) const {
     const int64_t padded_n = (n + panel_rows_multiple - 1) / panel_rows_multiple * panel_rows_multiple;

@@ -17,6 +17,7 @@ struct Portable {
 
   static V zero() { return 0.0f; }
   static V load(const float* p) { return *p; }
+  static V load_operand(const float* p) { return *p; }
   static void store(float* p, V v) { *p = v; }
   static V fma(V a, V b, V c) { return std::fma(a, b, c); }
 

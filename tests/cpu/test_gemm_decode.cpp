@@ -1,8 +1,11 @@
 // The per-ISA decoders that feed the GEMM kernels: every E4M3 code and every
-// BF16 pattern must decode to exactly what the shared scalar codecs give.
+// BF16 pattern must decode to exactly what the shared scalar codecs give, also
+// inside the single-row kernels that decode W themselves.
 #include <doctest/doctest.h>
 
+#include <random>
 #include <string>
+#include <utility>
 
 #include "cpu/gemm_test_support.h"
 #include "kernels/common/bf16_codec.h"
@@ -46,6 +49,61 @@ TEST_CASE("GEMM decoders reproduce bf16_decode for all 65536 patterns") {
     std::vector<float> out(bits.size());
     cpu::gemm_kernels(level).decode_bf16_rows(bits.data(), cols, 0, rows, out.data(), cols);
     for (size_t i = 0; i < bits.size(); ++i) REQUIRE(bits_of(out[i]) == bits_of(bf16_decode(bits[i])));
+  }
+}
+
+// One row of A against n rows of W, both ways the driver can compute it:
+// decode_rows(panel) fills a panel [n, kp] for multiply_block, and
+// multiply_row(c) decodes W inside the kernel. Both must give the same bits.
+template <class DecodeRows, class MultiplyRow>
+void check_single_row_kernel(const cpu::GemmKernels& kernels, const std::vector<float>& a, int64_t n, int64_t kp,
+                             DecodeRows decode_rows, MultiplyRow multiply_row) {
+  const int64_t multiple = kernels.panel_rows_multiple;
+  std::vector<float> panel(static_cast<size_t>((n + multiple - 1) / multiple * multiple * kp), 0.0f);
+  std::vector<float> lanes(static_cast<size_t>(kernels.lane_scratch_floats(n)));
+  std::vector<float> expected(static_cast<size_t>(n)), c(static_cast<size_t>(n));
+  decode_rows(panel.data());
+  kernels.multiply_block(a.data(), 1, panel.data(), n, kp, expected.data(), n, lanes.data());
+  multiply_row(c.data());
+  for (size_t j = 0; j < c.size(); ++j) {
+    CAPTURE(j);
+    REQUIRE(bits_of(c[j]) == bits_of(expected[j]));
+  }
+}
+
+TEST_CASE("single-row kernels that decode W themselves give the bits of a decoded panel") {
+  // All 256 codes (NaN included) and extreme scales; K below one chunk, with
+  // a partial last chunk, and past one depth chunk; row ranges that end inside
+  // a tile and do not start at zero.
+  std::mt19937 rng(44);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  const float scale_values[] = {0.37f, 3.0e-39f, 1.0e30f, 1.0f, 2.5e-3f, 7.0f};
+  for (const int64_t cols : {int64_t{13}, int64_t{300}, int64_t{1100}}) {
+    CAPTURE(cols);
+    const int64_t rows = 37, kp = (cols + 15) / 16 * 16, blocks = (cols + 127) / 128;
+    std::vector<uint8_t> codes(static_cast<size_t>(rows * cols));
+    std::vector<uint16_t> bf16 = random_bf16(rows * cols, rng);
+    for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>((i * 37 + i / 256) & 0xFF);
+    bf16[5] = 0x7FC1;  // NaN with a payload
+    std::vector<float> scales(static_cast<size_t>(rows * blocks)), a(static_cast<size_t>(kp), 0.0f);
+    for (size_t i = 0; i < scales.size(); ++i) scales[i] = scale_values[i % 6];
+    for (int64_t k = 0; k < cols; ++k) a[static_cast<size_t>(k)] = uniform(rng);
+    const Fp8Matrix w{codes.data(), scales.data(), rows, cols, BlockLayout::tile_1x128, Fp8Format::e4m3};
+    for (const SimdLevel level : supported_levels()) {
+      CAPTURE(std::string(simd_level_name(level)));
+      const cpu::GemmKernels& kernels = cpu::gemm_kernels(level);
+      for (const std::pair<int64_t, int64_t>& range : {std::pair<int64_t, int64_t>{0, rows}, {5, 30}}) {
+        const int64_t begin = range.first, end = range.second;
+        CAPTURE(begin);
+        check_single_row_kernel(
+            kernels, a, end - begin, kp, [&](float* panel) { kernels.decode_fp8_rows(w, begin, end, panel, kp); },
+            [&](float* c) { kernels.multiply_row_fp8(a.data(), w, begin, end, kp, c); });
+        check_single_row_kernel(
+            kernels, a, end - begin, kp,
+            [&](float* panel) { kernels.decode_bf16_rows(bf16.data(), cols, begin, end, panel, kp); },
+            [&](float* c) { kernels.multiply_row_bf16(a.data(), bf16.data(), cols, begin, end, kp, c); });
+      }
+    }
   }
 }
 
