@@ -3,6 +3,8 @@
 // inside the single-row kernels that decode W themselves.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <random>
 #include <string>
 #include <utility>
@@ -67,7 +69,12 @@ void check_single_row_kernel(const cpu::GemmKernels& kernels, const std::vector<
   multiply_row(c.data());
   for (size_t j = 0; j < c.size(); ++j) {
     CAPTURE(j);
-    REQUIRE(bits_of(c[j]) == bits_of(expected[j]));
+    // Raw kernel NaNs may differ in sign and payload with the compiler's operand
+    // order; the driver canonicalizes them, so here only NaN-ness must match.
+    if (std::isnan(expected[j]))
+      REQUIRE(std::isnan(c[j]));
+    else
+      REQUIRE(bits_of(c[j]) == bits_of(expected[j]));
   }
 }
 
