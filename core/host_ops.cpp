@@ -14,8 +14,8 @@ std::string shape_text(int64_t rows, int64_t cols) {
 }
 
 void require_count(int64_t given, int64_t needed, const char* what, const std::string& context) {
-  require(given == needed, std::string(what) + " is " + std::to_string(given) + " but " + context + " needs " +
-                               std::to_string(needed));
+  require(given == needed,
+          std::string(what) + " is " + std::to_string(given) + " but " + context + " needs " + std::to_string(needed));
 }
 
 void require_finite(const void* data, DType dtype, int64_t count, const char* what) {
@@ -47,16 +47,15 @@ Fp8Matrix device_view(const HostFp8Matrix& m, const StagedInput& codes, const St
 }  // namespace
 
 int64_t checked_element_count(int64_t rows, int64_t cols, const char* what) {
-  require(rows > 0 && cols > 0, std::string(what) + " has shape " + shape_text(rows, cols) +
-                                    ": both dimensions must be positive");
+  require(rows > 0 && cols > 0,
+          std::string(what) + " has shape " + shape_text(rows, cols) + ": both dimensions must be positive");
   require(rows <= std::numeric_limits<int64_t>::max() / cols,
           std::string(what) + " has shape " + shape_text(rows, cols) + ": too many elements");
   return rows * cols;
 }
 
-void quantize_host(Context& context, const QuantizeRequest& request, const void* input, DType input_dtype,
-                   int64_t rows, int64_t cols, uint8_t* codes, int64_t code_count, float* scales,
-                   int64_t scale_count) {
+void quantize_host(Context& context, const QuantizeRequest& request, const void* input, DType input_dtype, int64_t rows,
+                   int64_t cols, uint8_t* codes, int64_t code_count, float* scales, int64_t scale_count) {
   require(input != nullptr, "input is NULL");
   require(codes != nullptr, "codes is NULL");
   require(scales != nullptr, "scales is NULL");
@@ -80,7 +79,8 @@ void quantize_host(Context& context, const QuantizeRequest& request, const void*
 void dequantize_host(Context& context, const HostFp8Matrix& matrix, float* output, int64_t output_count) {
   require(output != nullptr, "output is NULL");
   validate_fp8_matrix(matrix, "input");
-  require_count(output_count, matrix.rows * matrix.cols, "output_count", "a " + shape_text(matrix.rows, matrix.cols) + " matrix");
+  require_count(output_count, matrix.rows * matrix.cols, "output_count",
+                "a " + shape_text(matrix.rows, matrix.cols) + " matrix");
 
   Backend& backend = context.backend();
   const StagedInput codes(backend, matrix.codes, static_cast<size_t>(matrix.code_count));
@@ -106,13 +106,12 @@ void gemm_fp8_host(Context& context, const HostFp8Matrix& a, const HostFp8Matrix
   const StagedInput w_codes(backend, w.codes, static_cast<size_t>(w.code_count));
   const StagedInput w_scales(backend, w.scales, static_cast<size_t>(w.scale_count) * sizeof(float));
   StagedOutput device_c(backend, c, static_cast<size_t>(outputs) * dtype_size(c_dtype));
-  backend.gemm_fp8(device_view(a, a_codes, a_scales), device_view(w, w_codes, w_scales), device_c.as<void>(),
-                   c_dtype);
+  backend.gemm_fp8(device_view(a, a_codes, a_scales), device_view(w, w_codes, w_scales), device_c.as<void>(), c_dtype);
   device_c.finish();
 }
 
-void gemm_bf16_host(Context& context, const uint16_t* a, int64_t a_count, const uint16_t* w, int64_t w_count,
-                    int64_t m, int64_t n, int64_t k, void* c, DType c_dtype, int64_t c_count) {
+void gemm_bf16_host(Context& context, const uint16_t* a, int64_t a_count, const uint16_t* w, int64_t w_count, int64_t m,
+                    int64_t n, int64_t k, void* c, DType c_dtype, int64_t c_count) {
   require(a != nullptr, "a is NULL");
   require(w != nullptr, "w is NULL");
   require(c != nullptr, "c is NULL");

@@ -18,9 +18,7 @@ class Logger {
   Logger(Sink sink, LogLevel threshold) : sink_(std::move(sink)), threshold_(threshold) {}
 
   void log(LogLevel level, const std::string& message) const noexcept;
-  bool enabled(LogLevel level) const noexcept {
-    return sink_ && level != LogLevel::off && level >= threshold_;
-  }
+  bool enabled(LogLevel level) const noexcept { return sink_ && level != LogLevel::off && level >= threshold_; }
 
  private:
   Sink sink_;

@@ -16,7 +16,9 @@ class StagedInput {
   StagedInput& operator=(const StagedInput&) = delete;
 
   template <class T>
-  const T* as() const { return static_cast<const T*>(device_); }
+  const T* as() const {
+    return static_cast<const T*>(device_);
+  }
 
  private:
   Backend& backend_;
@@ -32,7 +34,9 @@ class StagedOutput {
   StagedOutput& operator=(const StagedOutput&) = delete;
 
   template <class T>
-  T* as() const { return static_cast<T*>(device_); }
+  T* as() const {
+    return static_cast<T*>(device_);
+  }
   // Copies the result to the host array (no-op on the CPU backend).
   void finish();
 

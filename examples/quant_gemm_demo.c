@@ -7,13 +7,13 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    fp8rl_status status_ = (call);                                               \
-    if (status_ != FP8RL_OK) {                                                   \
-      fprintf(stderr, "%s failed: %s\n", #call, fp8rl_last_error_message());     \
-      exit(1);                                                                   \
-    }                                                                            \
+#define CHECK(call)                                                          \
+  do {                                                                       \
+    fp8rl_status status_ = (call);                                           \
+    if (status_ != FP8RL_OK) {                                               \
+      fprintf(stderr, "%s failed: %s\n", #call, fp8rl_last_error_message()); \
+      exit(1);                                                               \
+    }                                                                        \
   } while (0)
 
 enum { M = 256, N = 2048, K = 768, REPEATS = 5 };
@@ -161,11 +161,12 @@ int main(void) {
          "------------------------------", "----------------", "--------------");
   quantization_row(context, a, FP8RL_DTYPE_E4M3, FP8RL_LAYOUT_TILE_1X128, FP8RL_SCALE_FP32, "E4M3 1x128 FP32 scales");
   quantization_row(context, a, FP8RL_DTYPE_E4M3, FP8RL_LAYOUT_TILE_1X128, FP8RL_SCALE_POW2, "E4M3 1x128 pow2 scales");
-  quantization_row(context, a, FP8RL_DTYPE_E4M3, FP8RL_LAYOUT_BLOCK_128X128, FP8RL_SCALE_FP32, "E4M3 128x128 FP32 scales");
+  quantization_row(context, a, FP8RL_DTYPE_E4M3, FP8RL_LAYOUT_BLOCK_128X128, FP8RL_SCALE_FP32,
+                   "E4M3 128x128 FP32 scales");
   quantization_row(context, a, FP8RL_DTYPE_E5M2, FP8RL_LAYOUT_TILE_1X128, FP8RL_SCALE_FP32, "E5M2 1x128 FP32 scales");
 
-  printf("\nGEMM C[%d,%d] = A[%d,%d] . W[%d,%d]^T, error against float64 on the unquantized inputs\n\n", M, N, M, K,
-         N, K);
+  printf("\nGEMM C[%d,%d] = A[%d,%d] . W[%d,%d]^T, error against float64 on the unquantized inputs\n\n", M, N, M, K, N,
+         K);
   printf("| %-28s | %14s | %12s |\n|%s|%s|%s|\n", "kernel", "rel. RMS error", "GFLOP/s",
          "------------------------------", "----------------", "--------------");
   gemm_rows(context, a, w);

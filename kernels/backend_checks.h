@@ -25,8 +25,8 @@ inline void require_elements(int64_t rows, int64_t cols, const char* what) {
   require(rows <= kMaxElements / std::max<int64_t>(cols, 1), std::string(what) + ": matrix too large");
 }
 
-inline void check_quantize_args(const void* input, DType input_dtype, int64_t rows, int64_t cols,
-                                const QuantSpec& spec, const uint8_t* codes, const float* scales) {
+inline void check_quantize_args(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec,
+                                const uint8_t* codes, const float* scales) {
   require(input && codes && scales, "quantize: null pointer");
   require(rows > 0 && cols > 0, "quantize: rows and cols must be positive");
   require_elements(rows, cols, "quantize");
@@ -66,8 +66,8 @@ inline bool check_gemm_fp8_args(const Fp8Matrix& a, const Fp8Matrix& w, const vo
 }
 
 // Returns false when C is empty (M or N is 0) and there is nothing to do.
-inline bool check_gemm_bf16_args(const uint16_t* a, const uint16_t* w, int64_t m, int64_t n, int64_t k,
-                                 const void* c, DType c_dtype) {
+inline bool check_gemm_bf16_args(const uint16_t* a, const uint16_t* w, int64_t m, int64_t n, int64_t k, const void* c,
+                                 DType c_dtype) {
   require(a && w, "gemm_bf16: null operand");
   require(m >= 0 && n >= 0 && k > 0, "gemm_bf16: bad shape M=" + std::to_string(m) + " N=" + std::to_string(n) +
                                          " K=" + std::to_string(k) + " (M, N non-negative, K positive)");

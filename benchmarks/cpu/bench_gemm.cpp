@@ -64,9 +64,12 @@ std::string cpu_model() {
   std::string line, name = "unknown CPU", family, model;
   auto value = [&] { return line.substr(line.find(':') + 2); };
   while (std::getline(cpuinfo, line) && line.find_first_not_of(" \t") != std::string::npos) {
-    if (line.rfind("model name", 0) == 0) name = value();
-    else if (line.rfind("cpu family", 0) == 0) family = value();
-    else if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0) model = value();
+    if (line.rfind("model name", 0) == 0)
+      name = value();
+    else if (line.rfind("cpu family", 0) == 0)
+      family = value();
+    else if (line.rfind("model", 0) == 0 && line.rfind("model name", 0) != 0)
+      model = value();
   }
   return family.empty() ? name : name + " (family " + family + ", model " + model + ")";
 }
@@ -187,9 +190,13 @@ int main(int argc, char** argv) {
   std::printf("# CPU GEMM: FP8 (E4M3, A 1x128 tiles, W 128x128 blocks) and BF16 vs OpenBLAS sgemm\n\n");
   std::printf("Machine: %s; backend %s; OpenBLAS %s (OPENBLAS_CORETYPE=%s, %d threads)\n", cpu_model().c_str(),
               description.c_str(), openblas_get_config(), coretype ? coretype : "unset", openblas_get_num_threads());
-  std::printf("GFLOP/s = 2MNK / median time (%d samples, methods measured in turns). FP8 excludes quantizing A (own column); "
-              "all outputs f32.\n\n", timing.samples);
-  std::printf("| M | layer | N | K | FP8 GFLOP/s | BF16 GFLOP/s | sgemm GFLOP/s | FP8/sgemm | BF16/sgemm | quantize A (us) |\n");
+  std::printf(
+      "GFLOP/s = 2MNK / median time (%d samples, methods measured in turns). FP8 excludes quantizing A (own column); "
+      "all outputs f32.\n\n",
+      timing.samples);
+  std::printf(
+      "| M | layer | N | K | FP8 GFLOP/s | BF16 GFLOP/s | sgemm GFLOP/s | FP8/sgemm | BF16/sgemm | quantize A (us) "
+      "|\n");
   std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::mt19937 rng(1234);
   for (const int64_t m : batch_sizes) {

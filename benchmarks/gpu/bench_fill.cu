@@ -1,5 +1,4 @@
 #include "bench_fill.h"
-
 #include "kernels/common/bf16_codec.h"
 #include "kernels/cuda/cuda_check.h"
 

@@ -124,9 +124,8 @@ Result measure(cuda::CudaBackend& backend, EventTimer& timer, const Shape& s) {
   const Fp8Matrix w{w8.as<uint8_t>(), w_scales.as<float>(), s.n, s.k, w_spec.layout, Fp8Format::e4m3};
   const Device c(backend, count(s.m, s.n) * 2);  // [M, N] bf16
 
-  const double bf16_ms = timer.median_ms([&] {
-    backend.gemm_bf16(a16.as<uint16_t>(), w16.as<uint16_t>(), s.m, s.n, s.k, c.as<void>(), DType::bf16);
-  });
+  const double bf16_ms = timer.median_ms(
+      [&] { backend.gemm_bf16(a16.as<uint16_t>(), w16.as<uint16_t>(), s.m, s.n, s.k, c.as<void>(), DType::bf16); });
   const double fp8_ms = timer.median_ms([&] { backend.gemm_fp8(a, w, c.as<void>(), DType::bf16); });
   backend.synchronize();
   return Result{s, tflops(s, bf16_ms), tflops(s, fp8_ms), backend.last_gemm_algorithm()};
@@ -139,9 +138,8 @@ void print_table(const std::string& device, const std::vector<Result>& results) 
   std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
   for (const Result& r : results)
     std::printf("| %s | %lld | %lld | %lld | %.1f | %.1f | %.2f | %s |\n", r.shape.name.c_str(),
-                static_cast<long long>(r.shape.m), static_cast<long long>(r.shape.n),
-                static_cast<long long>(r.shape.k), r.bf16_tflops, r.fp8_tflops, r.fp8_tflops / r.bf16_tflops,
-                r.fp8_algorithm.c_str());
+                static_cast<long long>(r.shape.m), static_cast<long long>(r.shape.n), static_cast<long long>(r.shape.k),
+                r.bf16_tflops, r.fp8_tflops, r.fp8_tflops / r.bf16_tflops, r.fp8_algorithm.c_str());
 }
 
 int run(bool quick) {

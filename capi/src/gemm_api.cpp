@@ -9,8 +9,13 @@ namespace {
 
 fp8rl::HostFp8Matrix host_matrix(const fp8rl_fp8_matrix* matrix, const char* name) {
   fp8rl::require(matrix != nullptr, std::string(name) + " is NULL");
-  return fp8rl::HostFp8Matrix{matrix->codes, matrix->code_count, matrix->scales, matrix->scale_count,
-                              matrix->rows,  matrix->cols,       layout_from(matrix->layout, name),
+  return fp8rl::HostFp8Matrix{matrix->codes,
+                              matrix->code_count,
+                              matrix->scales,
+                              matrix->scale_count,
+                              matrix->rows,
+                              matrix->cols,
+                              layout_from(matrix->layout, name),
                               fp8rl::Fp8Format::e4m3};
 }
 

@@ -67,9 +67,9 @@ FP8RL_API fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* optio
   });
 }
 
-FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options,
-                                      const void* input, fp8rl_dtype input_dtype, int64_t rows, int64_t cols,
-                                      uint8_t* codes, int64_t code_count, float* scales, int64_t scale_count) {
+FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options, const void* input,
+                                      fp8rl_dtype input_dtype, int64_t rows, int64_t cols, uint8_t* codes,
+                                      int64_t code_count, float* scales, int64_t scale_count) {
   return guarded(__func__, [&] {
     auto& impl = context_of(context);
     const auto request = quantize_request(options);
@@ -86,8 +86,8 @@ FP8RL_API fp8rl_status fp8rl_dequantize(fp8rl_context* context, const fp8rl_quan
   return guarded(__func__, [&] {
     auto& impl = context_of(context);
     const auto request = quantize_request(options);
-    const fp8rl::HostFp8Matrix matrix{codes, code_count, scales, scale_count, rows, cols, request.spec.layout,
-                                      request.spec.format};
+    const fp8rl::HostFp8Matrix matrix{
+        codes, code_count, scales, scale_count, rows, cols, request.spec.layout, request.spec.format};
     const std::lock_guard<std::mutex> lock(impl.mutex());
     fp8rl::dequantize_host(impl, matrix, output, output_count);
   });

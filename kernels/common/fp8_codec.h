@@ -87,8 +87,8 @@ FP8RL_HD float fp8_decode(uint8_t code, Fp8Format format) {
   // Subnormal: mantissa * 2^(1 - bias - mantissa_bits), exact in fp32.
   const float subnormal_unit = bits_float(static_cast<uint32_t>(127 + 1 - t.bias - t.mantissa_bits) << 23);
   const uint32_t subnormal = float_bits(static_cast<float>(mantissa) * subnormal_unit);
-  const uint32_t normal = ((exponent_field + static_cast<uint32_t>(127 - t.bias)) << 23) |
-                          (mantissa << (23 - t.mantissa_bits));
+  const uint32_t normal =
+      ((exponent_field + static_cast<uint32_t>(127 - t.bias)) << 23) | (mantissa << (23 - t.mantissa_bits));
   uint32_t bits = exponent_field == 0 ? subnormal : normal;
   bits = (t.has_infinity & (magnitude == t.max_code + 1u)) ? 0x7F800000u : bits;
   bits = fp8_is_nan(code, format) ? 0x7FC00000u : bits;

@@ -12,13 +12,14 @@ void* aligned_allocate(size_t bytes) {
   if (bytes > (static_cast<size_t>(1) << 62))
     fail(Status::out_of_memory, "CPU backend: cannot allocate " + std::to_string(bytes) + " bytes");
   const size_t rounded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* pointer = ::operator new(rounded, std::align_val_t{kAlignment}, std::nothrow);
-  if (!pointer) fail(Status::out_of_memory, "CPU backend: out of memory allocating " + std::to_string(bytes) + " bytes");
+  void* pointer = ::operator new (rounded, std::align_val_t{kAlignment}, std::nothrow);
+  if (!pointer)
+    fail(Status::out_of_memory, "CPU backend: out of memory allocating " + std::to_string(bytes) + " bytes");
   return pointer;
 }
 
 void aligned_free(void* pointer) noexcept {
-  if (pointer) ::operator delete(pointer, std::align_val_t{kAlignment});
+  if (pointer) ::operator delete (pointer, std::align_val_t{kAlignment});
 }
 
 float* ScratchBuffer::reserve(size_t count) {

@@ -33,14 +33,16 @@ class CpuBackend final : public Backend {
   void* allocate(size_t bytes) override { return cpu::aligned_allocate(bytes); }
   void deallocate(void* pointer) noexcept override { cpu::aligned_free(pointer); }
 
-  void upload(void* device_dst, const void* host_src, size_t bytes) override { copy(device_dst, host_src, bytes, "upload"); }
+  void upload(void* device_dst, const void* host_src, size_t bytes) override {
+    copy(device_dst, host_src, bytes, "upload");
+  }
   void download(void* host_dst, const void* device_src, size_t bytes) override {
     copy(host_dst, device_src, bytes, "download");
   }
   void synchronize() override {}  // every operation completes before it returns
 
-  void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec,
-                uint8_t* codes, float* scales) override {
+  void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec, uint8_t* codes,
+                float* scales) override {
     check_quantize_args(input, input_dtype, rows, cols, spec, codes, scales);
     std::lock_guard<std::mutex> lock(mutex_);
     pool_.parallel_for(cpu::quantize_work_units(spec.layout, rows), [&](int64_t begin, int64_t end) {
@@ -94,7 +96,9 @@ int default_thread_count() {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int num_threads) { return make_cpu_backend(num_threads, detect_simd_level()); }
+std::unique_ptr<Backend> make_cpu_backend(int num_threads) {
+  return make_cpu_backend(num_threads, detect_simd_level());
+}
 
 std::unique_ptr<Backend> make_cpu_backend(int num_threads, SimdLevel simd) {
   const SimdLevel supported = detect_simd_level();

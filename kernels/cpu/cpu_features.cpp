@@ -40,8 +40,8 @@ SimdLevel detect_x86() {
   if (!osxsave || !avx) return SimdLevel::portable;
 
   const uint64_t xcr0 = read_xcr0();
-  const bool os_ymm = (xcr0 & 0x6u) == 0x6u;     // SSE and AVX state
-  const bool os_zmm = (xcr0 & 0xE6u) == 0xE6u;   // plus opmask, ZMM_Hi256, Hi16_ZMM
+  const bool os_ymm = (xcr0 & 0x6u) == 0x6u;    // SSE and AVX state
+  const bool os_zmm = (xcr0 & 0xE6u) == 0xE6u;  // plus opmask, ZMM_Hi256, Hi16_ZMM
   const CpuidRegisters leaf7 = cpuid(7, 0);
   const bool avx2 = has_bit(leaf7.ebx, 5);
   const bool avx512f = has_bit(leaf7.ebx, 16);

@@ -52,14 +52,14 @@ struct Avx512 {
     }
     V s8[8], s4[4], s2[2];
     FP8RL_UNROLL for (int p = 0; p < 8; ++p)  // [a0..7 | b0..7] + [a8..15 | b8..15]
-      s8[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44),
-                            _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
+        s8[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44),
+                              _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
     FP8RL_UNROLL for (int p = 0; p < 4; ++p)  // quarters 0,2 of both + quarters 1,3 of both
-      s4[p] = _mm512_add_ps(_mm512_shuffle_f32x4(s8[2 * p], s8[2 * p + 1], 0x88),
-                            _mm512_shuffle_f32x4(s8[2 * p], s8[2 * p + 1], 0xDD));
+        s4[p] = _mm512_add_ps(_mm512_shuffle_f32x4(s8[2 * p], s8[2 * p + 1], 0x88),
+                              _mm512_shuffle_f32x4(s8[2 * p], s8[2 * p + 1], 0xDD));
     FP8RL_UNROLL for (int p = 0; p < 2; ++p)  // within each quarter: lanes 0,1 + lanes 2,3
-      s2[p] = _mm512_add_ps(_mm512_shuffle_ps(s4[2 * p], s4[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                            _mm512_shuffle_ps(s4[2 * p], s4[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+        s2[p] = _mm512_add_ps(_mm512_shuffle_ps(s4[2 * p], s4[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                              _mm512_shuffle_ps(s4[2 * p], s4[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
     const V s1 = _mm512_add_ps(_mm512_shuffle_ps(s2[0], s2[1], _MM_SHUFFLE(2, 0, 2, 0)),
                                _mm512_shuffle_ps(s2[0], s2[1], _MM_SHUFFLE(3, 1, 3, 1)));
     alignas(64) float lanes[16];

@@ -35,15 +35,15 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t kp, int64_t multiple) {
   return Blocking{block_rows, panel_rows, ceil_div(m, block_rows), ceil_div(n, panel_rows)};
 }
 
-void decode_rows(const GemmKernels& kernels, const GemmOperand& operand, int64_t k, int64_t row_begin,
-                 int64_t row_end, float* out, int64_t ld) {
+void decode_rows(const GemmKernels& kernels, const GemmOperand& operand, int64_t k, int64_t row_begin, int64_t row_end,
+                 float* out, int64_t ld) {
   if (operand.fp8) return kernels.decode_fp8_rows(*operand.fp8, row_begin, row_end, out, ld);
   kernels.decode_bf16_rows(operand.bf16, k, row_begin, row_end, out, ld);
 }
 
 // One row of A against W rows [n0, n0 + cols), W decoded inside the kernel.
-void multiply_row(const GemmKernels& kernels, const GemmOperand& w, int64_t k, const float* a, int64_t n0,
-                  int64_t cols, int64_t kp, float* c) {
+void multiply_row(const GemmKernels& kernels, const GemmOperand& w, int64_t k, const float* a, int64_t n0, int64_t cols,
+                  int64_t kp, float* c) {
   if (w.fp8) return kernels.multiply_row_fp8(a, *w.fp8, n0, n0 + cols, kp, c);
   kernels.multiply_row_bf16(a, w.bf16, k, n0, n0 + cols, kp, c);
 }
@@ -122,8 +122,8 @@ void run_tasks(const GemmCall& call, IndexRange tasks, const ThreadScratch& scra
 }
 
 std::vector<ThreadScratch> reserve_thread_scratch(GemmWorkspace& workspace, const GemmKernels& kernels,
-                                                 const Blocking& blocking, int64_t m, int64_t kp, DType c_dtype,
-                                                 int threads) {
+                                                  const Blocking& blocking, int64_t m, int64_t kp, DType c_dtype,
+                                                  int threads) {
   const auto size = static_cast<size_t>(threads);
   workspace.a_blocks.resize(size);
   workspace.panels.resize(size);
@@ -162,16 +162,14 @@ void gemm_cpu(const GemmKernels& kernels, ThreadPool& pool, GemmWorkspace& works
   float* shared_a = nullptr;  // [m, kp]
   if (blocking.m_blocks > 1) {
     shared_a = workspace.a_rows.reserve(static_cast<size_t>(m * kp));
-    pool.parallel_for(m, [&](int64_t begin, int64_t end) {
-      decode_rows(kernels, a, k, begin, end, shared_a + begin * kp, kp);
-    });
+    pool.parallel_for(
+        m, [&](int64_t begin, int64_t end) { decode_rows(kernels, a, k, begin, end, shared_a + begin * kp, kp); });
   }
 
   const GemmCall call{kernels, a, w, m, n, k, kp, blocking, shared_a, c, c_dtype};
   const int64_t tasks = blocking.m_blocks * blocking.n_blocks;
-  pool.run([&](int part) {
-    run_tasks(call, static_partition(tasks, threads, part), scratch[static_cast<size_t>(part)]);
-  });
+  pool.run(
+      [&](int part) { run_tasks(call, static_partition(tasks, threads, part), scratch[static_cast<size_t>(part)]); });
 }
 
 }  // namespace fp8rl::cpu

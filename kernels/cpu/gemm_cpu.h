@@ -26,11 +26,11 @@ struct GemmOperand {
 
 // Scratch kept by a backend between calls (see ScratchBuffer on its bound).
 struct GemmWorkspace {
-  ScratchBuffer a_rows;                // [M, Kp] dequantized A, shared by the threads
-  std::vector<ScratchBuffer> a_blocks; // per thread: [M, Kp] own copy when M is one block
-  std::vector<ScratchBuffer> panels;   // per thread: [NB, Kp] dequantized W rows
-  std::vector<ScratchBuffer> c_blocks; // per thread: [MB, NB] FP32 results before BF16 rounding
-  std::vector<ScratchBuffer> lanes;    // per thread: accumulator lanes between depth chunks
+  ScratchBuffer a_rows;                 // [M, Kp] dequantized A, shared by the threads
+  std::vector<ScratchBuffer> a_blocks;  // per thread: [M, Kp] own copy when M is one block
+  std::vector<ScratchBuffer> panels;    // per thread: [NB, Kp] dequantized W rows
+  std::vector<ScratchBuffer> c_blocks;  // per thread: [MB, NB] FP32 results before BF16 rounding
+  std::vector<ScratchBuffer> lanes;     // per thread: accumulator lanes between depth chunks
 };
 
 // Operands must already be validated (shapes, layouts, pointers); c is

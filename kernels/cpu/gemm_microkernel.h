@@ -56,8 +56,8 @@ constexpr int kVectorsPerLaneSet = static_cast<int>(kGemmLanes) / Isa::kWidth;
 // `lanes` [MR * NR, 16], unchanged, so chunking never alters the order: the
 // first chunk starts from zero, the last one reduces into out.
 template <class Isa, int MR, int NR>
-void micro_kernel(const float* a, const float* w, int64_t kp, int64_t k_begin, int64_t k_end, float* lanes,
-                  bool first, bool last, float* out) {
+void micro_kernel(const float* a, const float* w, int64_t kp, int64_t k_begin, int64_t k_end, float* lanes, bool first,
+                  bool last, float* out) {
   using V = typename Isa::V;
   constexpr int H = kVectorsPerLaneSet<Isa>;
   V acc[MR * NR][H];
@@ -110,8 +110,8 @@ void multiply_rows(const float* a, const float* w, int64_t n, int64_t kp, float*
 
 // The last m < kMaxRows rows, with a micro-tile of exactly that many rows.
 template <class Isa, int R>
-void multiply_remaining_rows(int64_t m, const float* a, const float* w, int64_t n, int64_t kp, float* c,
-                             int64_t ldc, float* lanes) {
+void multiply_remaining_rows(int64_t m, const float* a, const float* w, int64_t n, int64_t kp, float* c, int64_t ldc,
+                             float* lanes) {
   if constexpr (R >= 1) {
     if (m == R) return multiply_rows<Isa, R>(a, w, n, kp, c, ldc, lanes);
     multiply_remaining_rows<Isa, R - 1>(m, a, w, n, kp, c, ldc, lanes);

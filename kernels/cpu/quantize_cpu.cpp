@@ -101,8 +101,8 @@ void quantize_band_blocks(const Matrix& x, const QuantSpec& spec, int64_t band, 
 
 // Transposed 1x128 tiles of one band of rows: each 128x128 piece is transposed
 // into `columns` [128 cols, 128 rows], so every tile becomes contiguous.
-void quantize_band_transposed(const Matrix& x, const QuantSpec& spec, int64_t band, uint8_t* codes,
-                              float* scales, float* columns) {
+void quantize_band_transposed(const Matrix& x, const QuantSpec& spec, int64_t band, uint8_t* codes, float* scales,
+                              float* columns) {
   float buffer[kQuantBlock];
   const int64_t r0 = band * kQuantBlock, height = std::min(kQuantBlock, x.rows - r0);
   const int64_t bands = ceil_div(x.rows, kQuantBlock);
@@ -149,9 +149,9 @@ void dequantize_rows(const Fp8Matrix& matrix, float* output, int64_t row_begin, 
   if (matrix.layout == BlockLayout::tile_1x128_transposed) {  // codes are column-major: no contiguous rows
     for (int64_t r = row_begin; r < row_end; ++r)
       for (int64_t c = 0; c < cols; ++c)
-        output[r * cols + c] = dequantize_value(matrix.codes[code_index(matrix.layout, rows, cols, r, c)],
-                                                matrix.scales[scale_index(matrix.layout, rows, cols, r, c)],
-                                                matrix.format);
+        output[r * cols + c] =
+            dequantize_value(matrix.codes[code_index(matrix.layout, rows, cols, r, c)],
+                             matrix.scales[scale_index(matrix.layout, rows, cols, r, c)], matrix.format);
     return;
   }
   const DecodeTable table(matrix.format);

@@ -123,8 +123,7 @@ void ThreadPool::wait_until_done() {
 void ThreadPool::run(const std::function<void(int part)>& fn) {
   // Nested calls (from a worker, or from part 0 on the caller) would wait on
   // themselves: run them inline instead.
-  if (workers_.empty() || job_caller_.load() == std::this_thread::get_id() || is_pool_thread())
-    return run_inline(fn);
+  if (workers_.empty() || job_caller_.load() == std::this_thread::get_id() || is_pool_thread()) return run_inline(fn);
 
   std::lock_guard<std::mutex> call_lock(call_mutex_);
   std::fenv_t caller_fenv;

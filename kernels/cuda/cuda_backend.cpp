@@ -1,8 +1,7 @@
-#include "cuda_backend_impl.h"
-#include "../backend_checks.h"
-
 #include <cstdio>
 
+#include "../backend_checks.h"
+#include "cuda_backend_impl.h"
 #include "quantize_kernels.h"
 
 namespace fp8rl {
@@ -74,7 +73,8 @@ void CudaBackend::upload(void* device_dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
   require(device_dst && host_src, "upload: null pointer");
   activate();
-  check_cuda(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync (upload)");
+  check_cuda(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream()),
+             "cudaMemcpyAsync (upload)");
   synchronize();  // the caller may reuse host_src as soon as we return
 }
 

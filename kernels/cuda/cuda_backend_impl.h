@@ -40,8 +40,8 @@ class CudaBackend final : public Backend {
   void download(void* host_dst, const void* device_src, size_t bytes) override;
   void synchronize() override;
 
-  void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec,
-                uint8_t* codes, float* scales) override;
+  void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec, uint8_t* codes,
+                float* scales) override;
   void dequantize(const Fp8Matrix& matrix, float* output) override;
   void gemm_fp8(const Fp8Matrix& a, const Fp8Matrix& w, void* c, DType c_dtype) override;
   void gemm_bf16(const uint16_t* a, const uint16_t* w, int64_t m, int64_t n, int64_t k, void* c,

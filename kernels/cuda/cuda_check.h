@@ -17,8 +17,8 @@ inline void check_cuda(cudaError_t status, const char* what) {
   // once, here, and not again by the next unrelated cudaGetLastError.
   (void)cudaGetLastError();
   const Status kind = status == cudaErrorMemoryAllocation ? Status::out_of_memory : Status::cuda_error;
-  fail(kind, std::string("CUDA: ") + what + " failed: " + cudaGetErrorName(status) + " (" +
-                 cudaGetErrorString(status) + ")");
+  fail(kind,
+       std::string("CUDA: ") + what + " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
 }
 
 // Checks the launch of the kernel just enqueued (bad configuration, missing

@@ -1,6 +1,6 @@
 #include "fp8_gemm.h"
-#include "../backend_checks.h"
 
+#include "../backend_checks.h"
 #include "lt_scales.h"
 
 namespace fp8rl::cuda {
@@ -45,8 +45,8 @@ void Fp8Gemm::run(const Fp8Matrix& a, const Fp8Matrix& w, void* c, DType c_dtype
   mm.n = n_pad;
   mm.k = k_pad;
   mm.c_dtype = c_dtype;
-  mm.a = fit_codes(a.codes, m, k, m_pad, k_pad, a_codes_, stream);  // [m_pad, k_pad]
-  mm.w = fit_codes(w.codes, n, k, n_pad, k_pad, w_codes_, stream);  // [n_pad, k_pad]
+  mm.a = fit_codes(a.codes, m, k, m_pad, k_pad, a_codes_, stream);                           // [m_pad, k_pad]
+  mm.w = fit_codes(w.codes, n, k, n_pad, k_pad, w_codes_, stream);                           // [n_pad, k_pad]
   mm.a_scales = fit_scales(a.scales, vec128_repack(m, m_pad, k_blocks), a_scales_, stream);  // [L, m_pad]
   mm.w_scales = fit_scales(w.scales,
                            w_blocks ? blk128x128_repack(ceil_div(n, kQuantBlock), k_blocks)  // [N/128, L4]
@@ -57,10 +57,10 @@ void Fp8Gemm::run(const Fp8Matrix& a, const Fp8Matrix& w, void* c, DType c_dtype
   mm.c = stage_c ? c_staging_.reserve(static_cast<size_t>(m_pad * n_pad) * element) : c;  // [m_pad, n_pad]
   lt_.run(mm, stream);
   if (stage_c)
-    check_cuda(cudaMemcpy2DAsync(c, static_cast<size_t>(n) * element, mm.c, static_cast<size_t>(n_pad) * element,
-                                 static_cast<size_t>(n) * element, static_cast<size_t>(m), cudaMemcpyDeviceToDevice,
-                                 stream),
-               "cudaMemcpy2DAsync of the GEMM output");
+    check_cuda(
+        cudaMemcpy2DAsync(c, static_cast<size_t>(n) * element, mm.c, static_cast<size_t>(n_pad) * element,
+                          static_cast<size_t>(n) * element, static_cast<size_t>(m), cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpy2DAsync of the GEMM output");
 }
 
 }  // namespace fp8rl::cuda

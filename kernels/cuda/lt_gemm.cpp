@@ -31,8 +31,8 @@ LtLayout make_layout(cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld
 
 // The row-major operands seen column-major (see lt_gemm.h).
 LtLayouts make_layouts(const LtMatmul& mm, int64_t m) {
-  return LtLayouts{make_layout(operand_type(mm.kind), mm.k, mm.n, mm.k),   // W [n, k] = K x N, used transposed
-                   make_layout(operand_type(mm.kind), mm.k, m, mm.k),      // A [m, k] = K x M
+  return LtLayouts{make_layout(operand_type(mm.kind), mm.k, mm.n, mm.k),  // W [n, k] = K x N, used transposed
+                   make_layout(operand_type(mm.kind), mm.k, m, mm.k),     // A [m, k] = K x M
                    make_layout(output_type(mm.c_dtype), mm.n, m, mm.n)};  // C [m, n] = N x M
 }
 
@@ -117,8 +117,8 @@ cublasLtMatmulAlgo_t LtGemm::heuristic(cublasLtMatmulDesc_t desc, const LtLayout
   for (int i = 0; i < count; ++i)
     if (results[i].state == CUBLAS_STATUS_SUCCESS && !splits_k(results[i].algo)) return results[i].algo;
   if (count == 0 || results[0].state != CUBLAS_STATUS_SUCCESS)
-    fail(Status::unsupported, "cuBLASLt offers no algorithm for " + what +
-                                  " on this GPU (block-scaled FP8 needs compute capability 9.0)");
+    fail(Status::unsupported,
+         "cuBLASLt offers no algorithm for " + what + " on this GPU (block-scaled FP8 needs compute capability 9.0)");
   return results[0].algo;
 }
 
@@ -153,14 +153,14 @@ void LtGemm::use_own_heuristic(Plan& plan, const LtMatmul& mm, uint32_t alignmen
 
 cublasStatus_t LtGemm::enqueue(const Plan& plan, const LtMatmul& mm, cudaStream_t stream) const {
   const float alpha = 1.0f, beta = 0.0f;
-  return cublasLtMatmul(handle_.get(), plan.desc.get(), &alpha, mm.w, plan.layouts.a.get(), mm.a,
-                        plan.layouts.b.get(), &beta, mm.c, plan.layouts.d.get(), mm.c, plan.layouts.d.get(),
-                        &plan.algo, workspace_data_, kWorkspaceBytes, stream);
+  return cublasLtMatmul(handle_.get(), plan.desc.get(), &alpha, mm.w, plan.layouts.a.get(), mm.a, plan.layouts.b.get(),
+                        &beta, mm.c, plan.layouts.d.get(), mm.c, plan.layouts.d.get(), &plan.algo, workspace_data_,
+                        kWorkspaceBytes, stream);
 }
 
 void LtGemm::run(const LtMatmul& mm, cudaStream_t stream) {
-  require(mm.m >= 0 && mm.n >= 0 && mm.k > 0, "matmul: bad shape M=" + std::to_string(mm.m) +
-                                                  " N=" + std::to_string(mm.n) + " K=" + std::to_string(mm.k));
+  require(mm.m >= 0 && mm.n >= 0 && mm.k > 0,
+          "matmul: bad shape M=" + std::to_string(mm.m) + " N=" + std::to_string(mm.n) + " K=" + std::to_string(mm.k));
   if (mm.m == 0 || mm.n == 0) return;
   const std::lock_guard<std::mutex> lock(mutex_);
   const uint32_t alignment = pointer_alignment({mm.a, mm.w, mm.c});

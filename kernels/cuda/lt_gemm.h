@@ -35,9 +35,9 @@ namespace fp8rl::cuda {
 
 // Operand data types and cuBLASLt scale modes.
 enum class LtKind : uint8_t {
-  bf16 = 0,             // BF16 A and W, no scales
-  fp8_w_blocks = 1,     // E4M3; A VEC128_32F, W BLK128x128_32F
-  fp8_w_tiles = 2,      // E4M3; A and W VEC128_32F (wgrad)
+  bf16 = 0,          // BF16 A and W, no scales
+  fp8_w_blocks = 1,  // E4M3; A VEC128_32F, W BLK128x128_32F
+  fp8_w_tiles = 2,   // E4M3; A and W VEC128_32F (wgrad)
 };
 
 // One matmul whose shapes, pointers and scale layouts already meet

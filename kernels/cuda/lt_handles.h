@@ -37,8 +37,7 @@ using LtPreference = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPrefere
                                      LtDestroy<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>>;
 
 template <typename T>
-void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value,
-              const char* name) {
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, const T& value, const char* name) {
   check_cublas(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof value),
                std::string("setting matmul attribute ") + name);
 }

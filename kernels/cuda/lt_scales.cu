@@ -1,9 +1,8 @@
-#include "lt_scales.h"
-
 #include <algorithm>
 
 #include "../common/quant_layout.h"
 #include "cuda_check.h"
+#include "lt_scales.h"
 
 namespace fp8rl::cuda {
 namespace {
@@ -39,7 +38,8 @@ void repack_scales(const float* src, const ScaleRepack& p, float* dst, cudaStrea
   check_cuda(cudaMemsetAsync(dst, 0, static_cast<size_t>(p.dst_count) * sizeof(float), stream),
              "cudaMemsetAsync of cuBLASLt scales");
   constexpr int kThreads = 256;
-  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.src_rows * p.src_cols, kThreads), 1, kMaxGrid));
+  const auto blocks =
+      static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.src_rows * p.src_cols, kThreads), 1, kMaxGrid));
   scatter_scales_kernel<<<blocks, kThreads, 0, stream>>>(src, p, dst);
   check_launch("scale repack kernel launch");
 }

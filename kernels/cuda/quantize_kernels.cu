@@ -1,10 +1,9 @@
-#include "quantize_kernels.h"
-#include "../backend_checks.h"
-
 #include <algorithm>
 
+#include "../backend_checks.h"
 #include "../common/bf16_codec.h"
 #include "cuda_check.h"
+#include "quantize_kernels.h"
 
 namespace fp8rl::cuda {
 namespace {
@@ -16,7 +15,7 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 // 16 rows of one column, so global loads are coalesced along the row.
 constexpr int kBandX = 32;
 constexpr int kBandY = 8;
-constexpr int kRowsPerThread = static_cast<int>(kQuantBlock) / kBandY;  // 16
+constexpr int kRowsPerThread = static_cast<int>(kQuantBlock) / kBandY;   // 16
 constexpr int kBlockColGroups = static_cast<int>(kQuantBlock) / kBandX;  // 4 column groups of a 128x128 block
 
 // Upper bound on CTAs per launch; every kernel loops over the rest.
@@ -41,7 +40,8 @@ __device__ __forceinline__ float load(const T* input, const QuantArgs& a, int64_
 
 // amax is a max, so any reduction order gives the CPU's bits.
 __device__ __forceinline__ float warp_amax(float amax) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) amax = amax_update(amax, __shfl_xor_sync(kFullMask, amax, offset));
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    amax = amax_update(amax, __shfl_xor_sync(kFullMask, amax, offset));
   return amax;
 }
 
@@ -214,8 +214,8 @@ void launch_quantize(const T* input, const QuantArgs& a, BlockLayout layout, uin
 
 }  // namespace
 
-void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec,
-              uint8_t* codes, float* scales, cudaStream_t stream) {
+void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec, uint8_t* codes,
+              float* scales, cudaStream_t stream) {
   check_quantize_args(input, input_dtype, rows, cols, spec, codes, scales);
   const QuantArgs args{rows, cols, spec.format, spec.scale_format, spec.saturate};
   if (input_dtype == DType::bf16)

@@ -107,13 +107,12 @@ TEST_CASE("fp8rl_quantized_sizes and fp8rl_quantize reject bad arguments") {
   std::vector<uint8_t> codes(rows * cols);
   std::vector<float> scales(rows * 2);
   auto quantize = [&](const fp8rl_quantize_options* o, const void* in, fp8rl_dtype dtype, int64_t r, int64_t c,
-                      uint8_t* q, int64_t qn, float* s, int64_t sn) {
-    return fp8rl_quantize(cpu.get(), o, in, dtype, r, c, q, qn, s, sn);
-  };
+                      uint8_t* q, int64_t qn, float* s,
+                      int64_t sn) { return fp8rl_quantize(cpu.get(), o, in, dtype, r, c, q, qn, s, sn); };
   const int64_t nc = rows * cols, ns = rows * 2;
-  check_error(fp8rl_quantize(nullptr, &options, input.data(), FP8RL_DTYPE_F32, rows, cols, codes.data(), nc,
-                             scales.data(), ns),
-              FP8RL_ERROR_INVALID_ARGUMENT, "context is NULL");
+  check_error(
+      fp8rl_quantize(nullptr, &options, input.data(), FP8RL_DTYPE_F32, rows, cols, codes.data(), nc, scales.data(), ns),
+      FP8RL_ERROR_INVALID_ARGUMENT, "context is NULL");
   check_error(quantize(nullptr, input.data(), FP8RL_DTYPE_F32, rows, cols, codes.data(), nc, scales.data(), ns),
               FP8RL_ERROR_INVALID_ARGUMENT, "options is NULL");
   check_error(quantize(&options, nullptr, FP8RL_DTYPE_F32, rows, cols, codes.data(), nc, scales.data(), ns),
@@ -176,8 +175,7 @@ TEST_CASE("fp8rl_dequantize rejects bad arguments, NaN codes and bad scales") {
     return fp8rl_dequantize(cpu.get(), &options, q, qn, s, sn, 4, 8, o, on);
   };
   check_error(dequantize(nullptr, 32, scales.data(), 4, out.data(), 32), FP8RL_ERROR_INVALID_ARGUMENT, "codes is NULL");
-  check_error(dequantize(codes.data(), 32, nullptr, 4, out.data(), 32), FP8RL_ERROR_INVALID_ARGUMENT,
-              "scales is NULL");
+  check_error(dequantize(codes.data(), 32, nullptr, 4, out.data(), 32), FP8RL_ERROR_INVALID_ARGUMENT, "scales is NULL");
   check_error(dequantize(codes.data(), 32, scales.data(), 4, nullptr, 32), FP8RL_ERROR_INVALID_ARGUMENT,
               "output is NULL");
   check_error(dequantize(codes.data(), 31, scales.data(), 4, out.data(), 32), FP8RL_ERROR_INVALID_ARGUMENT,

@@ -13,8 +13,8 @@
 
 TEST_CASE("the loaded library reports the header's version") {
   CHECK(fp8rl_version() == FP8RL_VERSION);
-  const std::string expected = std::to_string(FP8RL_VERSION_MAJOR) + "." + std::to_string(FP8RL_VERSION_MINOR) +
-                               "." + std::to_string(FP8RL_VERSION_PATCH);
+  const std::string expected = std::to_string(FP8RL_VERSION_MAJOR) + "." + std::to_string(FP8RL_VERSION_MINOR) + "." +
+                               std::to_string(FP8RL_VERSION_PATCH);
   CHECK(std::string(fp8rl_version_string()) == expected);
 }
 
@@ -132,9 +132,12 @@ TEST_CASE("fp8rl_quantized_sizes for each layout") {
   fp8rl_quantize_options options;
   REQUIRE(fp8rl_quantize_options_init(&options) == FP8RL_OK);
   int64_t codes = 0, scales = 0;
-  const struct { fp8rl_block_layout layout; int64_t scales; } cases[] = {
-      {FP8RL_LAYOUT_TILE_1X128, 300 * 2}, {FP8RL_LAYOUT_TILE_1X128_TRANSPOSED, 130 * 3},
-      {FP8RL_LAYOUT_BLOCK_128X128, 3 * 2}};
+  const struct {
+    fp8rl_block_layout layout;
+    int64_t scales;
+  } cases[] = {{FP8RL_LAYOUT_TILE_1X128, 300 * 2},
+               {FP8RL_LAYOUT_TILE_1X128_TRANSPOSED, 130 * 3},
+               {FP8RL_LAYOUT_BLOCK_128X128, 3 * 2}};
   for (const auto& c : cases) {
     options.layout = c.layout;
     REQUIRE(fp8rl_quantized_sizes(&options, 300, 130, &codes, &scales) == FP8RL_OK);

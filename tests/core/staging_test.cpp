@@ -38,8 +38,10 @@ struct Quantized {
   std::vector<uint8_t> codes;
   std::vector<float> scales;
   HostFp8Matrix view(int64_t rows, int64_t cols, BlockLayout layout) const {
-    return HostFp8Matrix{codes.data(), static_cast<int64_t>(codes.size()), scales.data(),
-                         static_cast<int64_t>(scales.size()), rows, cols, layout, Fp8Format::e4m3};
+    return HostFp8Matrix{codes.data(),  static_cast<int64_t>(codes.size()),
+                         scales.data(), static_cast<int64_t>(scales.size()),
+                         rows,          cols,
+                         layout,        Fp8Format::e4m3};
   }
 };
 

@@ -50,9 +50,7 @@ struct Fp8Data {
     const int64_t scale_row = layout == BlockLayout::block_128x128 ? r / 128 : r;
     return scales[static_cast<size_t>(scale_row * blocks_per_row() + c / 128)];
   }
-  Fp8Matrix view() const {
-    return Fp8Matrix{codes.data(), scales.data(), rows, cols, layout, Fp8Format::e4m3};
-  }
+  Fp8Matrix view() const { return Fp8Matrix{codes.data(), scales.data(), rows, cols, layout, Fp8Format::e4m3}; }
 };
 
 // Random finite codes (every non-NaN code, subnormals included) and random

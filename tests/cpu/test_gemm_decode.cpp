@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-
 #include <random>
 #include <string>
 #include <utility>

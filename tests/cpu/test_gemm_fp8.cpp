@@ -14,7 +14,7 @@ struct Shape {
 
 // Partial 16-lane groups, partial 128 blocks, K < 16, M = 1, tails of every
 // micro-tile height, and K beyond one depth chunk (1024).
-const Shape kShapes[] = {{1, 1, 1},   {1, 17, 5},    {3, 5, 16},    {5, 33, 130},   {4, 16, 128},
+const Shape kShapes[] = {{1, 1, 1},     {1, 17, 5},    {3, 5, 16},     {5, 33, 130},  {4, 16, 128},
                          {17, 70, 255}, {2, 129, 300}, {33, 40, 1100}, {6, 19, 2100}, {130, 131, 64}};
 
 void check_against_reference(const std::vector<float>& c, const Reference& ref, const Shape& s) {
@@ -46,9 +46,7 @@ void check_shapes(BlockLayout w_layout) {
   }
 }
 
-TEST_CASE("gemm_fp8 matches a float64 reference, W in 128x128 blocks") {
-  check_shapes(BlockLayout::block_128x128);
-}
+TEST_CASE("gemm_fp8 matches a float64 reference, W in 128x128 blocks") { check_shapes(BlockLayout::block_128x128); }
 
 TEST_CASE("gemm_fp8 matches a float64 reference, W in 1x128 tiles") { check_shapes(BlockLayout::tile_1x128); }
 

@@ -46,16 +46,19 @@ TEST_CASE("gemm_bf16 propagates NaN and infinity to the outputs that read them")
   const int64_t m = 3, n = 5, k = 40;
   std::mt19937 rng(42);
   std::vector<uint16_t> a = random_bf16(m * k, rng), w = random_bf16(n * k, rng);
-  a[static_cast<size_t>(1 * k + 3)] = 0x7FC1;  // A[1, 3] = NaN with a payload
+  a[static_cast<size_t>(1 * k + 3)] = 0x7FC1;   // A[1, 3] = NaN with a payload
   w[static_cast<size_t>(2 * k + 39)] = 0x7F80;  // W[2, 39] = +inf
   std::unique_ptr<Backend> backend = make_cpu_backend(2);
   const std::vector<float> c = gemm_bf16_out<float>(*backend, a, w, m, n, k);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       const float x = c[static_cast<size_t>(i * n + j)];
-      if (i == 1) CHECK(bits_of(x) == kCanonicalNan);
-      else if (j == 2) CHECK(std::isinf(x));  // or NaN if inf meets inf of the other sign: not in this data
-      else CHECK(std::isfinite(x));
+      if (i == 1)
+        CHECK(bits_of(x) == kCanonicalNan);
+      else if (j == 2)
+        CHECK(std::isinf(x));  // or NaN if inf meets inf of the other sign: not in this data
+      else
+        CHECK(std::isfinite(x));
     }
 }
 
@@ -111,7 +114,8 @@ TEST_CASE("gemm_bf16 rejects bad arguments") {
   check_invalid([&] { backend->gemm_bf16(a.data(), w.data(), 2, 2, 0, c.data(), DType::f32); });
   check_invalid([&] { backend->gemm_bf16(a.data(), w.data(), -1, 2, 8, c.data(), DType::f32); });
   check_invalid([&] { backend->gemm_bf16(a.data(), w.data(), 2, 2, 8, c.data(), static_cast<DType>(5)); });
-  check_invalid([&] { backend->gemm_bf16(a.data(), w.data(), int64_t{1} << 40, int64_t{1} << 40, 8, c.data(), DType::f32); });
+  check_invalid(
+      [&] { backend->gemm_bf16(a.data(), w.data(), int64_t{1} << 40, int64_t{1} << 40, 8, c.data(), DType::f32); });
 }
 
 }  // namespace

@@ -78,7 +78,8 @@ TEST_CASE("exceptions in workers reach the caller, lowest part first") {
 TEST_CASE("a nested call runs inline instead of deadlocking") {
   ThreadPool pool(2);
   std::atomic<int> inner{0};
-  pool.run([&](int) { pool.parallel_for(4, [&](int64_t begin, int64_t end) { inner += static_cast<int>(end - begin); }); });
+  pool.run(
+      [&](int) { pool.parallel_for(4, [&](int64_t begin, int64_t end) { inner += static_cast<int>(end - begin); }); });
   CHECK(inner.load() == 8);
 }
 

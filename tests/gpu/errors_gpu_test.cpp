@@ -46,7 +46,8 @@ TEST_CASE("cuda gemm_fp8: bad operands throw invalid_argument") {
 TEST_CASE("cuda gemm_bf16: bad shapes throw invalid_argument") {
   const Buffer a(gpu(), 64 * 2), w(gpu(), 64 * 2), c(gpu(), 64 * 4);
   auto gemm_with = [&](int64_t m, int64_t n, int64_t k) {
-    return thrown_status([&] { gpu().gemm_bf16(a.as<uint16_t>(), w.as<uint16_t>(), m, n, k, c.as<void>(), DType::f32); });
+    return thrown_status(
+        [&] { gpu().gemm_bf16(a.as<uint16_t>(), w.as<uint16_t>(), m, n, k, c.as<void>(), DType::f32); });
   };
   CHECK(gemm_with(4, 4, 0) == Status::invalid_argument);
   CHECK(gemm_with(-1, 4, 4) == Status::invalid_argument);

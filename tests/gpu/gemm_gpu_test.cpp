@@ -162,7 +162,8 @@ TEST_CASE("cuda gemm_bf16: matches the CPU backend") {
   const GemmShape shapes[] = {{257, 384, 512}, {3, 200, 336}, {1, 64, 100}, {129, 99, 77}};
   uint32_t seed = 200;
   for (const auto& [m, n, k] : shapes) {
-    const std::vector<uint16_t> a = to_bf16(random_matrix(m, k, seed++, 3)), w = to_bf16(random_matrix(n, k, seed++, 2));
+    const std::vector<uint16_t> a = to_bf16(random_matrix(m, k, seed++, 3)),
+                                w = to_bf16(random_matrix(n, k, seed++, 2));
     const std::vector<double> magnitudes = magnitude_sums(to_float(a), to_float(w), m, n, k);
     const std::vector<float> expected = bf16_gemm_on(cpu(), a, w, m, n, k, DType::f32);
     for (const DType c_dtype : {DType::bf16, DType::f32}) {

@@ -17,8 +17,9 @@ constexpr int kSkipped = 77;
 // doctest options that only print (lists, counts, help, version), in any
 // spelling doctest accepts: -x, --x, --dt-x, with or without =value.
 bool only_prints(int argc, char** argv) {
-  static const char* const kPrintOnly[] = {"list-test-cases", "ltc", "list-test-suites", "lts", "list-reporters", "lr",
-                                           "count", "c", "help", "h", "?", "version", "v"};
+  static const char* const kPrintOnly[] = {
+      "list-test-cases", "ltc", "list-test-suites", "lts", "list-reporters", "lr", "count", "c", "help", "h", "?",
+      "version",         "v"};
   for (int i = 1; i < argc; ++i) {
     std::string option = argv[i];
     const size_t name_start = option.find_first_not_of('-');

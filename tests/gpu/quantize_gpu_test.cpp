@@ -47,7 +47,8 @@ void check_same_quantization(const std::vector<float>& values, DType dtype, int6
 // Every combination of layout, input type, scale format, FP8 format and saturation.
 template <typename F>
 void for_each_spec(F&& f) {
-  for (const BlockLayout layout : {BlockLayout::tile_1x128, BlockLayout::tile_1x128_transposed, BlockLayout::block_128x128})
+  for (const BlockLayout layout :
+       {BlockLayout::tile_1x128, BlockLayout::tile_1x128_transposed, BlockLayout::block_128x128})
     for (const DType dtype : {DType::f32, DType::bf16})
       for (const ScaleFormat scale_format : {ScaleFormat::fp32, ScaleFormat::pow2})
         for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2})
@@ -112,7 +113,8 @@ TEST_CASE("cuda quantize: empty matrices are refused, as on the CPU") {
 TEST_CASE("cuda dequantize: bit-identical to the CPU backend (NaN payloads aside)") {
   const int64_t rows = 260, cols = 200;
   const std::vector<float> values = special_matrix(rows, cols);
-  for (const BlockLayout layout : {BlockLayout::tile_1x128, BlockLayout::tile_1x128_transposed, BlockLayout::block_128x128})
+  for (const BlockLayout layout :
+       {BlockLayout::tile_1x128, BlockLayout::tile_1x128_transposed, BlockLayout::block_128x128})
     for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2}) {
       const QuantSpec spec{format, layout, ScaleFormat::fp32, false};
       const Quantized q = quantize_on(cpu(), values, DType::f32, rows, cols, spec);

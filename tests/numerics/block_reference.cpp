@@ -85,12 +85,9 @@ int64_t blocks_along(int64_t n) { return (n + kB - 1) / kB; }
 
 int64_t ref_scale_count(BlockLayout layout, int64_t rows, int64_t cols) {
   switch (layout) {
-    case BlockLayout::tile_1x128:
-      return rows * blocks_along(cols);
-    case BlockLayout::tile_1x128_transposed:
-      return cols * blocks_along(rows);
-    case BlockLayout::block_128x128:
-      return blocks_along(rows) * blocks_along(cols);
+    case BlockLayout::tile_1x128: return rows * blocks_along(cols);
+    case BlockLayout::tile_1x128_transposed: return cols * blocks_along(rows);
+    case BlockLayout::block_128x128: return blocks_along(rows) * blocks_along(cols);
   }
   return -1;
 }
@@ -189,12 +186,9 @@ std::string check_element(float x, uint8_t code, float scale, const QuantSpec& s
 
 const char* layout_name(BlockLayout layout) {
   switch (layout) {
-    case BlockLayout::tile_1x128:
-      return "1x128";
-    case BlockLayout::tile_1x128_transposed:
-      return "1x128T";
-    case BlockLayout::block_128x128:
-      return "128x128";
+    case BlockLayout::tile_1x128: return "1x128";
+    case BlockLayout::tile_1x128_transposed: return "1x128T";
+    case BlockLayout::block_128x128: return "128x128";
   }
   return "?";
 }

@@ -87,18 +87,18 @@ FP8RL_API const char* fp8rl_version_string(void);
 
 /** Result of every fallible function. Values are stable; new codes are only appended. */
 typedef enum fp8rl_status {
-  FP8RL_OK = 0,                          /**< Success. */
-  FP8RL_ERROR_INVALID_ARGUMENT = 1,      /**< NULL pointer, bad size, out-of-range value. */
-  FP8RL_ERROR_OUT_OF_MEMORY = 2,         /**< Host or device allocation failed. */
-  FP8RL_ERROR_BACKEND_UNAVAILABLE = 3,   /**< The requested backend is not built or has no device. */
-  FP8RL_ERROR_NON_FINITE = 4,            /**< NaN or Inf where finite values are required. */
-  FP8RL_ERROR_IO = 5,                    /**< A file could not be read or written. */
-  FP8RL_ERROR_CORRUPT_DATA = 6,          /**< A file or buffer is malformed. */
-  FP8RL_ERROR_VERSION_MISMATCH = 7,      /**< An options struct is from an incompatible header. */
-  FP8RL_ERROR_UNSUPPORTED = 8,           /**< Valid request this build or backend does not support. */
-  FP8RL_ERROR_CUDA = 9,                  /**< A CUDA or cuBLASLt call failed. */
-  FP8RL_ERROR_INTERNAL = 10,             /**< A bug in fp8rl: please report it. */
-  FP8RL_STATUS_FORCE_32BIT = 0x7FFFFFFF  /**< Keeps the enum 32 bits wide. */
+  FP8RL_OK = 0,                         /**< Success. */
+  FP8RL_ERROR_INVALID_ARGUMENT = 1,     /**< NULL pointer, bad size, out-of-range value. */
+  FP8RL_ERROR_OUT_OF_MEMORY = 2,        /**< Host or device allocation failed. */
+  FP8RL_ERROR_BACKEND_UNAVAILABLE = 3,  /**< The requested backend is not built or has no device. */
+  FP8RL_ERROR_NON_FINITE = 4,           /**< NaN or Inf where finite values are required. */
+  FP8RL_ERROR_IO = 5,                   /**< A file could not be read or written. */
+  FP8RL_ERROR_CORRUPT_DATA = 6,         /**< A file or buffer is malformed. */
+  FP8RL_ERROR_VERSION_MISMATCH = 7,     /**< An options struct is from an incompatible header. */
+  FP8RL_ERROR_UNSUPPORTED = 8,          /**< Valid request this build or backend does not support. */
+  FP8RL_ERROR_CUDA = 9,                 /**< A CUDA or cuBLASLt call failed. */
+  FP8RL_ERROR_INTERNAL = 10,            /**< A bug in fp8rl: please report it. */
+  FP8RL_STATUS_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
 } fp8rl_status;
 
 /**
@@ -125,19 +125,19 @@ FP8RL_API const char* fp8rl_last_error_message(void);
 
 /** Where computations run. */
 typedef enum fp8rl_backend {
-  FP8RL_BACKEND_AUTO = 0, /**< CUDA if built and a device is present, else CPU. */
-  FP8RL_BACKEND_CPU = 1,  /**< Multi-threaded SIMD CPU backend (always available). */
-  FP8RL_BACKEND_CUDA = 2, /**< NVIDIA GPU backend (sm_90). */
+  FP8RL_BACKEND_AUTO = 0,                /**< CUDA if built and a device is present, else CPU. */
+  FP8RL_BACKEND_CPU = 1,                 /**< Multi-threaded SIMD CPU backend (always available). */
+  FP8RL_BACKEND_CUDA = 2,                /**< NVIDIA GPU backend (sm_90). */
   FP8RL_BACKEND_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
 } fp8rl_backend;
 
 /** Severity of a log message. */
 typedef enum fp8rl_log_level {
-  FP8RL_LOG_DEBUG = 0,   /**< Detail for developers. */
-  FP8RL_LOG_INFO = 1,    /**< Normal progress. */
-  FP8RL_LOG_WARNING = 2, /**< Something unexpected that was handled. */
-  FP8RL_LOG_ERROR = 3,   /**< A failure, also reported through a status. */
-  FP8RL_LOG_OFF = 4,     /**< As a threshold: log nothing. */
+  FP8RL_LOG_DEBUG = 0,               /**< Detail for developers. */
+  FP8RL_LOG_INFO = 1,                /**< Normal progress. */
+  FP8RL_LOG_WARNING = 2,             /**< Something unexpected that was handled. */
+  FP8RL_LOG_ERROR = 3,               /**< A failure, also reported through a status. */
+  FP8RL_LOG_OFF = 4,                 /**< As a threshold: log nothing. */
   FP8RL_LOG_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
 } fp8rl_log_level;
 
@@ -225,9 +225,9 @@ FP8RL_API fp8rl_status fp8rl_context_get_description(const fp8rl_context* contex
 
 /** Build features reported by fp8rl_build_features(). */
 typedef enum fp8rl_feature {
-  FP8RL_FEATURE_CUDA = 1,   /**< The CUDA backend is compiled in. */
-  FP8RL_FEATURE_AVX2 = 2,   /**< This CPU runs the AVX2 kernels. */
-  FP8RL_FEATURE_AVX512 = 4, /**< This CPU runs the AVX-512 kernels. */
+  FP8RL_FEATURE_CUDA = 1,                /**< The CUDA backend is compiled in. */
+  FP8RL_FEATURE_AVX2 = 2,                /**< This CPU runs the AVX2 kernels. */
+  FP8RL_FEATURE_AVX512 = 4,              /**< This CPU runs the AVX-512 kernels. */
   FP8RL_FEATURE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
 } fp8rl_feature;
 
@@ -246,10 +246,10 @@ FP8RL_API fp8rl_status fp8rl_build_features(uint32_t* out_features);
 
 /** Element types. */
 typedef enum fp8rl_dtype {
-  FP8RL_DTYPE_F32 = 0,  /**< IEEE binary32. */
-  FP8RL_DTYPE_BF16 = 1, /**< bfloat16, stored as uint16_t bits. */
-  FP8RL_DTYPE_E4M3 = 2, /**< OCP FP8 E4M3 (e4m3fn: max 448, no Inf), stored as uint8_t. */
-  FP8RL_DTYPE_E5M2 = 3, /**< OCP FP8 E5M2 (max 57344, with Inf), stored as uint8_t. */
+  FP8RL_DTYPE_F32 = 0,                 /**< IEEE binary32. */
+  FP8RL_DTYPE_BF16 = 1,                /**< bfloat16, stored as uint16_t bits. */
+  FP8RL_DTYPE_E4M3 = 2,                /**< OCP FP8 E4M3 (e4m3fn: max 448, no Inf), stored as uint8_t. */
+  FP8RL_DTYPE_E5M2 = 3,                /**< OCP FP8 E5M2 (max 57344, with Inf), stored as uint8_t. */
   FP8RL_DTYPE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
 } fp8rl_dtype;
 
@@ -286,8 +286,8 @@ typedef enum fp8rl_block_layout {
 
 /** How block scales are represented. */
 typedef enum fp8rl_scale_format {
-  FP8RL_SCALE_FP32 = 0, /**< scale = amax / fp8_max in FP32. */
-  FP8RL_SCALE_POW2 = 1, /**< The smallest power of two with amax <= fp8_max * scale. */
+  FP8RL_SCALE_FP32 = 0,                /**< scale = amax / fp8_max in FP32. */
+  FP8RL_SCALE_POW2 = 1,                /**< The smallest power of two with amax <= fp8_max * scale. */
   FP8RL_SCALE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
 } fp8rl_scale_format;
 
@@ -347,9 +347,9 @@ FP8RL_API fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* optio
  * Thread-safe; calls on one context are serialized.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
-FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options,
-                                      const void* input, fp8rl_dtype input_dtype, int64_t rows, int64_t cols,
-                                      uint8_t* codes, int64_t code_count, float* scales, int64_t scale_count);
+FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options, const void* input,
+                                      fp8rl_dtype input_dtype, int64_t rows, int64_t cols, uint8_t* codes,
+                                      int64_t code_count, float* scales, int64_t scale_count);
 
 /**
  * @brief Reconstructs the row-major F32 matrix [rows, cols] from codes and scales.
