@@ -15,6 +15,7 @@
 #include "common/block_scale.h"
 #include "common/quant_layout.h"
 #include "error.h"
+#include "transformer_ops.h"
 
 namespace fp8rl {
 
@@ -68,6 +69,41 @@ class Backend {
   // C[M,N] = A[M,K] . W[N,K]^T for BF16 inputs (raw uint16 bits), FP32 accumulation.
   virtual void gemm_bf16(const uint16_t* a, const uint16_t* w, int64_t m, int64_t n, int64_t k, void* c,
                          DType c_dtype) = 0;
+
+  // Transformer operations (transformer_ops.h). Callers validate token ids,
+  // positions and cache rows; the backends check only pointers and sizes.
+
+  // out[i, :] = table[ids[i], :] decoded from BF16. table [vocab, hidden], out [count, hidden].
+  virtual void embedding(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t count,
+                         float* out) = 0;
+  // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * weight. x, out [rows, dim] (may alias), weight [dim].
+  virtual void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) = 0;
+  // In-place rotary embedding, Hugging Face "rotate half" pairing (i, i + head_dim / 2).
+  // x [tokens, heads, head_dim]; positions [tokens]; cos, sin [table_positions, head_dim / 2].
+  virtual void rope(float* x, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
+                    const float* cos, const float* sin, int64_t table_positions) = 0;
+  // out = silu(gate) * up, elementwise over count values.
+  virtual void swiglu(const float* gate, const float* up, int64_t count, float* out) = 0;
+  // x += y, elementwise over count values.
+  virtual void add(float* x, const float* y, int64_t count) = 0;
+  // x[r, :] += bias. x [rows, cols], bias [cols].
+  virtual void add_bias(float* x, const float* bias, int64_t rows, int64_t cols) = 0;
+  // out = BF16(x) with round-to-nearest-even, count values.
+  virtual void to_bf16(const float* x, int64_t count, uint16_t* out) = 0;
+  // out[i, :] = x[rows[i], :]. x [*, cols], rows [count], out [count, cols].
+  virtual void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) = 0;
+  virtual void kv_store(const KvStoreArgs& args) = 0;
+  virtual void attention(const AttentionArgs& args) = 0;
+  // Draws one token per row of logits [rows, vocab] from the distribution
+  // params[r] defines, by inverting its CDF at params[r].uniform; writes the
+  // token and its log-probability under that distribution.
+  virtual void sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,
+                      float* logprobs) = 0;
+  // The log-probability of targets[r] under the distribution params[r]
+  // defines over logits[r, :] (-inf outside its support); bitwise what sample()
+  // reports for the same row and token.
+  virtual void token_logprobs(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
+                              const int32_t* targets, float* logprobs) = 0;
 };
 
 }  // namespace fp8rl

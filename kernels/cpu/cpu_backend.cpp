@@ -8,19 +8,32 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "../backend_checks.h"
+#include "../transformer_checks.h"
 #include "aligned_memory.h"
+#include "attention_cpu.h"
 #include "gemm_cpu.h"
 #include "quantize_cpu.h"
+#include "sampling_cpu.h"
 #include "thread_pool.h"
+#include "transformer_cpu.h"
 
 namespace fp8rl {
 namespace {
 
+// Below this many elements of work an elementwise operation runs on the
+// calling thread: waking the pool costs more than the loop.
+constexpr int64_t kParallelElements = int64_t{1} << 15;
+
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int num_threads, SimdLevel simd) : pool_(num_threads), kernels_(cpu::gemm_kernels(simd)) {}
+  CpuBackend(int num_threads, SimdLevel simd)
+      : pool_(num_threads),
+        kernels_(cpu::gemm_kernels(simd)),
+        attention_scratch_(static_cast<size_t>(pool_.size())),
+        sampling_scratch_(static_cast<size_t>(pool_.size())) {}
 
   BackendKind kind() const override { return BackendKind::cpu; }
 
@@ -76,7 +89,104 @@ class CpuBackend final : public Backend {
     cpu::gemm_cpu(kernels_, pool_, workspace_, a_operand, w_operand, m, n, k, c, c_dtype);
   }
 
+  void embedding(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t count,
+                 float* out) override {
+    if (!check_embedding_args(table, vocab, hidden, ids, count, out)) return;
+    rows_in_parallel(count, hidden,
+                     [&](int64_t begin, int64_t end) { cpu::embedding_rows(table, hidden, ids, out, begin, end); });
+  }
+
+  void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) override {
+    if (!check_rms_norm_args(x, weight, rows, dim, eps, out)) return;
+    rows_in_parallel(rows, dim,
+                     [&](int64_t begin, int64_t end) { cpu::rms_norm_rows(x, weight, dim, eps, out, begin, end); });
+  }
+
+  void rope(float* x, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim, const float* cos,
+            const float* sin, int64_t table_positions) override {
+    if (!check_rope_args(x, positions, tokens, heads, head_dim, cos, sin, table_positions)) return;
+    rows_in_parallel(tokens, heads * head_dim, [&](int64_t begin, int64_t end) {
+      cpu::rope_tokens(x, positions, heads, head_dim, cos, sin, begin, end);
+    });
+  }
+
+  void swiglu(const float* gate, const float* up, int64_t count, float* out) override {
+    if (!check_elementwise_args("swiglu", count, {gate, up, out})) return;
+    rows_in_parallel(count, 1, [&](int64_t begin, int64_t end) { cpu::swiglu_span(gate, up, out, begin, end); });
+  }
+
+  void add(float* x, const float* y, int64_t count) override {
+    if (!check_elementwise_args("add", count, {x, y})) return;
+    rows_in_parallel(count, 1, [&](int64_t begin, int64_t end) { cpu::add_span(x, y, begin, end); });
+  }
+
+  void add_bias(float* x, const float* bias, int64_t rows, int64_t cols) override {
+    if (!check_add_bias_args(x, bias, rows, cols)) return;
+    rows_in_parallel(rows, cols, [&](int64_t begin, int64_t end) { cpu::add_bias_rows(x, bias, cols, begin, end); });
+  }
+
+  void to_bf16(const float* x, int64_t count, uint16_t* out) override {
+    if (!check_elementwise_args("to_bf16", count, {x, out})) return;
+    rows_in_parallel(count, 1, [&](int64_t begin, int64_t end) { cpu::to_bf16_span(x, out, begin, end); });
+  }
+
+  void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) override {
+    if (!check_gather_rows_args(x, cols, rows, count, out)) return;
+    rows_in_parallel(count, cols,
+                     [&](int64_t begin, int64_t end) { cpu::gather_rows_range(x, cols, rows, out, begin, end); });
+  }
+
+  void kv_store(const KvStoreArgs& args) override {
+    if (!check_kv_store_args(args)) return;
+    rows_in_parallel(args.tokens, args.kv_dim,
+                     [&](int64_t begin, int64_t end) { cpu::kv_store_tokens(args, begin, end); });
+  }
+
+  void attention(const AttentionArgs& args) override {
+    if (!check_attention_args(args)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t units = cpu::attention_work_units(args);
+    pool_.run([&](int part) {
+      const cpu::IndexRange range = cpu::static_partition(units, pool_.size(), part);
+      if (range.begin < range.end)
+        cpu::attention_units(args, range.begin, range.end, attention_scratch_[static_cast<size_t>(part)]);
+    });
+  }
+
+  void sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,
+              float* logprobs) override {
+    if (!check_sampling_args("sample", logits, rows, vocab, params, tokens, logprobs)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    pool_.run([&](int part) {
+      const cpu::IndexRange range = cpu::static_partition(rows, pool_.size(), part);
+      if (range.begin < range.end)
+        cpu::sample_rows(logits, vocab, params, tokens, logprobs, range.begin, range.end,
+                         sampling_scratch_[static_cast<size_t>(part)]);
+    });
+  }
+
+  void token_logprobs(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
+                      const int32_t* targets, float* logprobs) override {
+    if (!check_sampling_args("token_logprobs", logits, rows, vocab, params, targets, logprobs)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    pool_.run([&](int part) {
+      const cpu::IndexRange range = cpu::static_partition(rows, pool_.size(), part);
+      if (range.begin < range.end)
+        cpu::token_logprob_rows(logits, vocab, params, targets, logprobs, range.begin, range.end,
+                                sampling_scratch_[static_cast<size_t>(part)]);
+    });
+  }
+
  private:
+  // fn(begin, end) over [0, rows), on the pool when rows * row_elements is
+  // large enough to pay for it, else inline (no lock needed: no shared scratch).
+  template <class Fn>
+  void rows_in_parallel(int64_t rows, int64_t row_elements, const Fn& fn) {
+    if (rows < 2 || rows * row_elements < kParallelElements) return fn(0, rows);
+    std::lock_guard<std::mutex> lock(mutex_);
+    pool_.parallel_for(rows, fn);
+  }
+
   static void copy(void* dst, const void* src, size_t bytes, const char* what) {
     if (bytes == 0) return;
     require(dst && src, std::string(what) + ": null pointer");
@@ -87,6 +197,8 @@ class CpuBackend final : public Backend {
   const cpu::GemmKernels& kernels_;
   std::mutex mutex_;
   cpu::GemmWorkspace workspace_;
+  std::vector<cpu::AttentionScratch> attention_scratch_;  // [pool_.size()], slot p used by part p
+  std::vector<cpu::SamplingScratch> sampling_scratch_;    // [pool_.size()]
 };
 
 int default_thread_count() {

@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "../backend_checks.h"
+#include "../transformer_checks.h"
 #include "cuda_backend_impl.h"
 #include "quantize_kernels.h"
 
@@ -122,6 +123,76 @@ void CudaBackend::gemm_bf16(const uint16_t* a, const uint16_t* w, int64_t m, int
   mm.c = c;
   mm.c_dtype = c_dtype;
   lt_->run(mm, stream());
+}
+
+namespace {
+[[noreturn]] void not_implemented(const char* op) {
+  fail(Status::unsupported, std::string("CUDA backend: ") + op + " is not implemented yet");
+}
+}  // namespace
+
+void CudaBackend::embedding(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t count,
+                            float* out) {
+  if (!check_embedding_args(table, vocab, hidden, ids, count, out)) return;
+  not_implemented("embedding");
+}
+
+void CudaBackend::rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) {
+  if (!check_rms_norm_args(x, weight, rows, dim, eps, out)) return;
+  not_implemented("rms_norm");
+}
+
+void CudaBackend::rope(float* x, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
+                       const float* cos, const float* sin, int64_t table_positions) {
+  if (!check_rope_args(x, positions, tokens, heads, head_dim, cos, sin, table_positions)) return;
+  not_implemented("rope");
+}
+
+void CudaBackend::swiglu(const float* gate, const float* up, int64_t count, float* out) {
+  if (!check_elementwise_args("swiglu", count, {gate, up, out})) return;
+  not_implemented("swiglu");
+}
+
+void CudaBackend::add(float* x, const float* y, int64_t count) {
+  if (!check_elementwise_args("add", count, {x, y})) return;
+  not_implemented("add");
+}
+
+void CudaBackend::add_bias(float* x, const float* bias, int64_t rows, int64_t cols) {
+  if (!check_add_bias_args(x, bias, rows, cols)) return;
+  not_implemented("add_bias");
+}
+
+void CudaBackend::to_bf16(const float* x, int64_t count, uint16_t* out) {
+  if (!check_elementwise_args("to_bf16", count, {x, out})) return;
+  not_implemented("to_bf16");
+}
+
+void CudaBackend::gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) {
+  if (!check_gather_rows_args(x, cols, rows, count, out)) return;
+  not_implemented("gather_rows");
+}
+
+void CudaBackend::kv_store(const KvStoreArgs& args) {
+  if (!check_kv_store_args(args)) return;
+  not_implemented("kv_store");
+}
+
+void CudaBackend::attention(const AttentionArgs& args) {
+  if (!check_attention_args(args)) return;
+  not_implemented("attention");
+}
+
+void CudaBackend::sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,
+                         float* logprobs) {
+  if (!check_sampling_args("sample", logits, rows, vocab, params, tokens, logprobs)) return;
+  not_implemented("sample");
+}
+
+void CudaBackend::token_logprobs(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
+                                 const int32_t* targets, float* logprobs) {
+  if (!check_sampling_args("token_logprobs", logits, rows, vocab, params, targets, logprobs)) return;
+  not_implemented("token_logprobs");
 }
 
 }  // namespace cuda

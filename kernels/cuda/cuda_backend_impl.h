@@ -47,6 +47,25 @@ class CudaBackend final : public Backend {
   void gemm_bf16(const uint16_t* a, const uint16_t* w, int64_t m, int64_t n, int64_t k, void* c,
                  DType c_dtype) override;
 
+  // Transformer operations: not implemented on CUDA yet; each throws
+  // Error(unsupported) after the shared argument checks.
+  void embedding(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t count,
+                 float* out) override;
+  void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) override;
+  void rope(float* x, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim, const float* cos,
+            const float* sin, int64_t table_positions) override;
+  void swiglu(const float* gate, const float* up, int64_t count, float* out) override;
+  void add(float* x, const float* y, int64_t count) override;
+  void add_bias(float* x, const float* bias, int64_t rows, int64_t cols) override;
+  void to_bf16(const float* x, int64_t count, uint16_t* out) override;
+  void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) override;
+  void kv_store(const KvStoreArgs& args) override;
+  void attention(const AttentionArgs& args) override;
+  void sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,
+              float* logprobs) override;
+  void token_logprobs(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
+                      const int32_t* targets, float* logprobs) override;
+
   cudaStream_t stream() const noexcept { return stream_.get(); }
   // The cuBLASLt algorithm of the last GEMM, e.g. "id=66 tile=20 stages=8 splitk=1 cluster=2".
   std::string last_gemm_algorithm() const { return lt_->last_algorithm(); }

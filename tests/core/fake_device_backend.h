@@ -1,14 +1,16 @@
 // A stand-in for a device backend: computes with the CPU backend but reports
 // kind() == cuda, so the core stages every host array through allocate /
 // upload / download, as it does for a real GPU. Device allocations are filled
-// with a poison byte and counted, so tests see stale reads and leaks.
+// with a poison byte and counted, so tests see stale reads and leaks. A
+// pointer anywhere inside a live allocation counts as device memory (the
+// transformer operations get pointers to one layer's part of a buffer).
 #pragma once
 
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <map>
 #include <memory>
-#include <set>
 #include <string>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -26,11 +28,11 @@ class FakeDeviceBackend final : public Backend {
     void* pointer = std::malloc(bytes == 0 ? 1 : bytes);
     if (!pointer) fail(Status::out_of_memory, "fake device: out of memory");
     std::memset(pointer, 0xCD, bytes);
-    live_.insert(pointer);
+    live_[static_cast<const char*>(pointer)] = bytes == 0 ? 1 : bytes;
     return pointer;
   }
   void deallocate(void* pointer) noexcept override {
-    live_.erase(pointer);
+    live_.erase(static_cast<const char*>(pointer));
     std::free(pointer);
   }
   void upload(void* dst, const void* src, size_t bytes) override { transfer(dst, src, bytes, dst); }
@@ -57,6 +59,59 @@ class FakeDeviceBackend final : public Backend {
     cpu_->gemm_bf16(a, w, m, n, k, c, c_dtype);
   }
 
+  void embedding(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t count,
+                 float* out) override {
+    require_device({table, ids, out});
+    cpu_->embedding(table, vocab, hidden, ids, count, out);
+  }
+  void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) override {
+    require_device({x, weight, out});
+    cpu_->rms_norm(x, weight, rows, dim, eps, out);
+  }
+  void rope(float* x, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim, const float* cos,
+            const float* sin, int64_t table_positions) override {
+    require_device({x, positions, cos, sin});
+    cpu_->rope(x, positions, tokens, heads, head_dim, cos, sin, table_positions);
+  }
+  void swiglu(const float* gate, const float* up, int64_t count, float* out) override {
+    require_device({gate, up, out});
+    cpu_->swiglu(gate, up, count, out);
+  }
+  void add(float* x, const float* y, int64_t count) override {
+    require_device({x, y});
+    cpu_->add(x, y, count);
+  }
+  void add_bias(float* x, const float* bias, int64_t rows, int64_t cols) override {
+    require_device({x, bias});
+    cpu_->add_bias(x, bias, rows, cols);
+  }
+  void to_bf16(const float* x, int64_t count, uint16_t* out) override {
+    require_device({x, out});
+    cpu_->to_bf16(x, count, out);
+  }
+  void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) override {
+    require_device({x, rows, out});
+    cpu_->gather_rows(x, cols, rows, count, out);
+  }
+  void kv_store(const KvStoreArgs& args) override {
+    require_device({args.source, args.cache_rows, args.cache});
+    cpu_->kv_store(args);
+  }
+  void attention(const AttentionArgs& args) override {
+    require_device({args.q, args.k_cache, args.v_cache, args.key_begin, args.key_count, args.out});
+    cpu_->attention(args);
+  }
+  void sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,
+              float* logprobs) override {
+    require_device({logits, params, tokens, logprobs});
+    cpu_->sample(logits, rows, vocab, params, tokens, logprobs);
+  }
+  void token_logprobs(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
+                      const int32_t* targets, float* logprobs) override {
+    require_device({logits, params, targets, logprobs});
+    cpu_->token_logprobs(logits, rows, vocab, params, targets, logprobs);
+  }
+
   size_t live_allocations() const { return live_.size(); }
   bool fail_gemm = false;
 
@@ -64,7 +119,14 @@ class FakeDeviceBackend final : public Backend {
   // Operations must only ever see device memory, never a host pointer.
   void require_device(std::initializer_list<const void*> pointers) const {
     for (const void* p : pointers)
-      if (!live_.count(const_cast<void*>(p))) fail(Status::internal, "fake device: got a host pointer");
+      if (!is_device(p)) fail(Status::internal, "fake device: got a host pointer");
+  }
+  bool is_device(const void* pointer) const {
+    const char* p = static_cast<const char*>(pointer);
+    auto it = live_.upper_bound(p);  // the first allocation starting after p
+    if (it == live_.begin()) return false;
+    --it;
+    return p >= it->first && p < it->first + it->second;
   }
   void transfer(void* dst, const void* src, size_t bytes, const void* device_side) {
     require_device({device_side});
@@ -72,7 +134,7 @@ class FakeDeviceBackend final : public Backend {
   }
 
   std::unique_ptr<Backend> cpu_;
-  std::set<void*> live_;
+  std::map<const char*, size_t> live_;  // allocation start -> size (at least 1)
 };
 
 }  // namespace fp8rl::test

@@ -1,0 +1,188 @@
+// load_hf_model: config.json plus model.safetensors, or
+// model.safetensors.index.json and the shards it names. Each tensor is
+// converted to FP32 straight from the shard's mapping, so peak memory is the
+// FP32 model plus the pages of the mapped files the kernel keeps cached.
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/io/json.h"
+#include "core/io/mapped_file.h"
+#include "core/io/safetensors.h"
+#include "core/model/half_codec.h"
+#include "core/model/model_params.h"
+#include "core/model/model_params_detail.h"
+#include "kernels/common/bf16_codec.h"
+#include "kernels/error.h"
+
+namespace fp8rl::model {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::shape_string;
+
+// Real indexes are ~30 KiB for a 1B model and a few MiB for the largest.
+constexpr size_t kMaxIndexBytes = size_t{64} << 20;
+
+[[noreturn]] void corrupt(const std::string& where, const std::string& problem) {
+  fail(Status::corrupt_data, where + ": " + problem);
+}
+
+// Where each tensor lives: shard file name (relative to the folder) per
+// tensor name. A single-file model maps nothing and uses `single` instead.
+struct WeightMap {
+  std::string index_path;  // empty for a single-file model
+  std::map<std::string, std::string, std::less<>> files;
+};
+
+// A shard name must stay inside the folder: a bare file name, no separators,
+// not "." or "..". Hugging Face's own names are "model-00001-of-00002.safetensors".
+void check_shard_name(const std::string& index_path, const std::string& tensor, const std::string& file) {
+  const bool bad = file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos ||
+                   file.find('\\') != std::string::npos || file.find('\0') != std::string::npos;
+  if (bad) {
+    corrupt(index_path, "weight_map entry for tensor '" + tensor + "' names file '" + file +
+                            "', which is not a plain file name inside the model folder");
+  }
+}
+
+WeightMap read_index(const fs::path& folder) {
+  WeightMap map;
+  map.index_path = (folder / detail::kIndexFile).string();
+  const io::MappedFile file(map.index_path);  // io_error with the errno text
+  if (file.size() > kMaxIndexBytes) {
+    corrupt(map.index_path, "index of " + std::to_string(file.size()) + " bytes exceeds the limit of " +
+                                std::to_string(kMaxIndexBytes));
+  }
+  const std::string_view text(reinterpret_cast<const char*>(file.data()), file.size());
+  const io::Json json = io::parse_json(text, map.index_path, io::JsonLimits{kMaxIndexBytes, 16});
+  if (!json.is_object()) corrupt(map.index_path, "the index is not a JSON object");
+  const io::Json* weight_map = json.find("weight_map");
+  if (weight_map == nullptr) corrupt(map.index_path, "no \"weight_map\" object");
+  if (!weight_map->is_object()) corrupt(map.index_path, "\"weight_map\" is not an object");
+  for (const io::Json::Member& member : weight_map->items()) {
+    if (!member.second.is_string()) {
+      corrupt(map.index_path, "weight_map entry for tensor '" + member.first + "' is not a string");
+    }
+    const std::string& shard = member.second.as_string();
+    check_shard_name(map.index_path, member.first, shard);
+    map.files.emplace(member.first, shard);
+  }
+  // Every shard the index names must exist, as Hugging Face requires: an
+  // index pointing at a missing file is a broken download or copy.
+  std::map<std::string, std::string> first_tensor;  // shard -> a tensor it holds, for the message
+  for (const auto& [tensor, shard] : map.files) first_tensor.emplace(shard, tensor);
+  for (const auto& [shard, tensor] : first_tensor) {
+    std::error_code error;
+    if (!fs::is_regular_file(folder / shard, error)) {  // follows symlinks (the Hub cache uses them)
+      corrupt(map.index_path, "shard '" + shard + "' (holding tensor '" + tensor +
+                                  "' among others) does not exist in " + folder.string());
+    }
+  }
+  return map;
+}
+
+// Opens each shard once, on first use.
+class Shards {
+ public:
+  explicit Shards(fs::path folder) : folder_(std::move(folder)) {}
+  const io::SafetensorsReader& get(const std::string& file) {
+    std::unique_ptr<io::SafetensorsReader>& reader = readers_[file];
+    if (!reader) reader = std::make_unique<io::SafetensorsReader>((folder_ / file).string());
+    return *reader;
+  }
+
+ private:
+  fs::path folder_;
+  std::map<std::string, std::unique_ptr<io::SafetensorsReader>> readers_;
+};
+
+template <typename Decode>
+void convert(const uint8_t* bytes, size_t element_size, std::vector<float>& out, Decode decode) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint16_t code;
+    std::memcpy(&code, bytes + i * element_size, sizeof code);  // unaligned-safe; little-endian file and host
+    out[i] = decode(code);
+  }
+}
+
+// Checks one stored tensor against the config and converts it to FP32.
+void load_tensor(const io::SafetensorsReader& reader, const std::string& name, const std::vector<int64_t>& shape,
+                 HostTensor& out) {
+  const io::SafetensorsTensor& stored = *reader.find(name);
+  const std::string where = reader.path();
+  if (stored.dtype != io::DType::bf16 && stored.dtype != io::DType::f16 && stored.dtype != io::DType::f32) {
+    corrupt(where, "tensor '" + name + "' has dtype " + std::string(io::dtype_name(stored.dtype)) +
+                       "; model weights must be BF16, F16 or F32");
+  }
+  if (stored.shape != shape) {
+    corrupt(where, "tensor '" + name + "' has shape " + shape_string(stored.shape) + ", but config.json calls for " +
+                       shape_string(shape));
+  }
+  out.shape = shape;
+  out.data.assign(stored.size_bytes / io::dtype_size(stored.dtype), 0.0f);
+  switch (stored.dtype) {
+    case io::DType::f32:
+      if (stored.size_bytes != 0) std::memcpy(out.data.data(), stored.data, stored.size_bytes);
+      break;
+    case io::DType::bf16: convert(stored.data, 2, out.data, [](uint16_t code) { return bf16_decode(code); }); break;
+    default: convert(stored.data, 2, out.data, [](uint16_t code) { return half_decode(code); }); break;
+  }
+  for (size_t i = 0; i < out.data.size(); ++i) {
+    if (!std::isfinite(out.data[i])) {
+      const size_t cols = shape.size() == 2 ? static_cast<size_t>(shape[1]) : 0;
+      const std::string position =
+          cols ? " (row " + std::to_string(i / cols) + ", column " + std::to_string(i % cols) + ")" : "";
+      fail(Status::non_finite, where + ": tensor '" + name + "' element " + std::to_string(i) + position + " is " +
+                                   (std::isnan(out.data[i]) ? "NaN" : "infinite"));
+    }
+  }
+}
+
+}  // namespace
+
+ModelParams load_hf_model(const std::string& folder_name) {
+  const fs::path folder(folder_name);
+  std::error_code error;
+  if (!fs::exists(folder, error)) fail(Status::io_error, folder_name + ": no such model folder");
+  if (!fs::is_directory(folder, error)) fail(Status::io_error, folder_name + ": not a folder");
+  const fs::path config_path = folder / detail::kConfigFile;
+  if (!fs::exists(config_path, error)) {
+    fail(Status::io_error, folder_name + ": no config.json (not a Hugging Face model folder)");
+  }
+
+  ModelParams params;
+  params.config = load_model_config(config_path.string());
+  params.layers.resize(static_cast<size_t>(params.config.num_layers));
+
+  // Hugging Face prefers the single file when both are present; so do we.
+  const bool single = fs::exists(folder / detail::kSingleFile, error);
+  if (!single && !fs::exists(folder / detail::kIndexFile, error)) {
+    fail(Status::io_error, folder_name + ": neither " + detail::kSingleFile + " nor " + detail::kIndexFile + " found");
+  }
+  const WeightMap map = single ? WeightMap{} : read_index(folder);
+
+  Shards shards(folder);
+  for_each_tensor(params, [&](const std::string& name, const std::vector<int64_t>& shape, HostTensor& tensor) {
+    std::string file = detail::kSingleFile;
+    if (!single) {
+      const auto found = map.files.find(name);
+      if (found == map.files.end()) corrupt(map.index_path, "weight_map has no entry for tensor '" + name + "'");
+      file = found->second;
+    }
+    const io::SafetensorsReader& reader = shards.get(file);
+    if (reader.find(name) == nullptr) {
+      corrupt(reader.path(), single ? "tensor '" + name + "' is missing"
+                                    : "tensor '" + name + "' is missing (the index places it in this shard)");
+    }
+    load_tensor(reader, name, shape, tensor);
+  });
+  return params;
+}
+
+}  // namespace fp8rl::model

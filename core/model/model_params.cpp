@@ -1,0 +1,129 @@
+// The tensor list of a ModelConfig (names, shapes, order) and the checks that
+// a ModelParams matches it.
+#include "core/model/model_params.h"
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "core/model/model_params_detail.h"
+#include "kernels/error.h"
+
+namespace fp8rl::model {
+namespace detail {
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+bool is_shard_file_name(const std::string& name) {
+  // model-DDDDD-of-DDDDD.safetensors
+  static constexpr std::string_view kPrefix = "model-", kMiddle = "-of-", kSuffix = ".safetensors";
+  if (name.size() != kPrefix.size() + 5 + kMiddle.size() + 5 + kSuffix.size()) return false;
+  const std::string_view view(name);
+  if (view.substr(0, 6) != kPrefix || view.substr(11, 4) != kMiddle || view.substr(20) != kSuffix) return false;
+  int index = 0, count = 0;
+  for (size_t i = 0; i < 5; ++i) {
+    const char a = name[6 + i], b = name[15 + i];
+    if (a < '0' || a > '9' || b < '0' || b > '9') return false;
+    index = index * 10 + (a - '0');
+    count = count * 10 + (b - '0');
+  }
+  return index >= 1 && index <= count;
+}
+
+}  // namespace detail
+
+using detail::shape_string;
+
+void for_each_tensor(ModelParams& params, const TensorVisitor& visit) {
+  const ModelConfig& c = params.config;
+  validate(c);
+  require(params.layers.size() == static_cast<size_t>(c.num_layers),
+          "model params: " + std::to_string(params.layers.size()) + " layers, config calls for " +
+              std::to_string(c.num_layers));
+  const int64_t hidden = c.hidden_size;
+  const int64_t q = q_dim(c);
+  const int64_t kv = kv_dim(c);
+  const int64_t inter = c.intermediate_size;
+
+  visit("model.embed_tokens.weight", {c.vocab_size, hidden}, params.embed_tokens);
+  for (size_t i = 0; i < params.layers.size(); ++i) {
+    LayerParams& layer = params.layers[i];
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    visit(prefix + "input_layernorm.weight", {hidden}, layer.input_norm);
+    visit(prefix + "self_attn.q_proj.weight", {q, hidden}, layer.q_proj);
+    if (c.attention_bias) visit(prefix + "self_attn.q_proj.bias", {q}, layer.q_bias);
+    visit(prefix + "self_attn.k_proj.weight", {kv, hidden}, layer.k_proj);
+    if (c.attention_bias) visit(prefix + "self_attn.k_proj.bias", {kv}, layer.k_bias);
+    visit(prefix + "self_attn.v_proj.weight", {kv, hidden}, layer.v_proj);
+    if (c.attention_bias) visit(prefix + "self_attn.v_proj.bias", {kv}, layer.v_bias);
+    visit(prefix + "self_attn.o_proj.weight", {hidden, q}, layer.o_proj);
+    if (has_output_projection_bias(c)) visit(prefix + "self_attn.o_proj.bias", {hidden}, layer.o_bias);
+    if (c.qk_norm) {
+      visit(prefix + "self_attn.q_norm.weight", {c.head_dim}, layer.q_norm);
+      visit(prefix + "self_attn.k_norm.weight", {c.head_dim}, layer.k_norm);
+    }
+    visit(prefix + "post_attention_layernorm.weight", {hidden}, layer.post_attention_norm);
+    visit(prefix + "mlp.gate_proj.weight", {inter, hidden}, layer.gate_proj);
+    visit(prefix + "mlp.up_proj.weight", {inter, hidden}, layer.up_proj);
+    visit(prefix + "mlp.down_proj.weight", {hidden, inter}, layer.down_proj);
+  }
+  visit("model.norm.weight", {hidden}, params.final_norm);
+  if (!c.tie_word_embeddings) visit("lm_head.weight", {c.vocab_size, hidden}, params.lm_head);
+}
+
+namespace {
+
+// The tensors a config does not call for must be empty, so that a caller who
+// fills lm_head of a tied model (or biases of a bias-free one) hears about it
+// instead of having the weights silently ignored.
+void check_unused_empty(const ModelParams& params) {
+  const ModelConfig& c = params.config;
+  const auto require_empty = [](const HostTensor& tensor, const std::string& name, const char* why) {
+    require(tensor.empty() && tensor.shape.empty(), "model params: " + name + " is set but " + why);
+  };
+  if (c.tie_word_embeddings) require_empty(params.lm_head, "lm_head.weight", "tie_word_embeddings is true");
+  for (size_t i = 0; i < params.layers.size(); ++i) {
+    const LayerParams& layer = params.layers[i];
+    const std::string prefix = "model.layers." + std::to_string(i) + ".self_attn.";
+    if (!c.attention_bias) {
+      require_empty(layer.q_bias, prefix + "q_proj.bias", "attention_bias is false");
+      require_empty(layer.k_bias, prefix + "k_proj.bias", "attention_bias is false");
+      require_empty(layer.v_bias, prefix + "v_proj.bias", "attention_bias is false");
+    }
+    if (!has_output_projection_bias(c)) require_empty(layer.o_bias, prefix + "o_proj.bias", "the model has none");
+    if (!c.qk_norm) {
+      require_empty(layer.q_norm, prefix + "q_norm.weight", "qk_norm is false");
+      require_empty(layer.k_norm, prefix + "k_norm.weight", "qk_norm is false");
+    }
+  }
+}
+
+}  // namespace
+
+void check_model_params(const ModelParams& params) {
+  // for_each_tensor hands out mutable tensors for loaders; this visitor only reads.
+  for_each_tensor(const_cast<ModelParams&>(params), [](const std::string& name, const std::vector<int64_t>& shape,
+                                                       HostTensor& tensor) {
+    require(tensor.shape == shape,
+            "model params: " + name + " has shape " + shape_string(tensor.shape) + ", expected " + shape_string(shape));
+    int64_t count = 1;
+    for (int64_t dim : shape) count *= dim;  // validate() bounds the products
+    require(tensor.data.size() == static_cast<size_t>(count),
+            "model params: " + name + " holds " + std::to_string(tensor.data.size()) + " values, shape " +
+                shape_string(shape) + " needs " + std::to_string(count));
+    for (size_t i = 0; i < tensor.data.size(); ++i) {
+      if (!std::isfinite(tensor.data[i])) {
+        fail(Status::non_finite, "model params: " + name + " element " + std::to_string(i) + " is " +
+                                     (std::isnan(tensor.data[i]) ? "NaN" : "infinite"));
+      }
+    }
+  });
+  check_unused_empty(params);
+}
+
+}  // namespace fp8rl::model

@@ -1,0 +1,112 @@
+#include "attention_cpu.h"
+
+#include "../common/attention_math.h"
+#include "../transformer_checks.h"
+#include "simd_clones.h"
+
+namespace fp8rl::cpu {
+namespace {
+
+struct UnitShape {
+  int64_t group;  // query heads per kv head
+  int64_t head_dim;
+  int64_t kv_stride;  // elements between consecutive cache rows (kv_heads * head_dim)
+  int64_t max_keys;
+};
+
+// The floats of scratch one unit uses, laid out as
+//   q_hat [group, head_dim], probs [group, max_keys], acc [group, head_dim], row [head_dim].
+int64_t scratch_floats(const UnitShape& s) { return s.group * (2 * s.head_dim + s.max_keys) + s.head_dim; }
+
+// One cached K or V row (of one kv head) as the products see it.
+inline void decode_cached_row(const void* cache, bool e4m3, int64_t offset, int64_t n, float* out) {
+  if (e4m3) {
+    const uint8_t* codes = static_cast<const uint8_t*>(cache) + offset;
+    for (int64_t d = 0; d < n; ++d) out[d] = attention_cached_e4m3(codes[d]);
+  } else {
+    const uint16_t* codes = static_cast<const uint16_t*>(cache) + offset;
+    for (int64_t d = 0; d < n; ++d) out[d] = attention_cached_bf16(codes[d]);
+  }
+}
+
+// probs [keys] holds the scores on entry and p^ on exit; returns l.
+FP8RL_ISA_CLONES float softmax_weights(float* probs, int64_t keys, bool fp8_math) {
+  float m = probs[0];
+  for (int64_t j = 1; j < keys; ++j) m = probs[j] > m ? probs[j] : m;
+  for (int64_t j = 0; j < keys; ++j) probs[j] = exp_f32(sub_rn(probs[j], m));
+  float l = 0.0f;
+  for (int64_t j = 0; j < keys; ++j) l = add_rn(l, probs[j]);  // sequential: the order is the contract
+  if (fp8_math)
+    for (int64_t j = 0; j < keys; ++j) probs[j] = attention_prob_value(probs[j], true);
+  else
+    for (int64_t j = 0; j < keys; ++j) probs[j] = attention_prob_value(probs[j], false);
+  return l;
+}
+
+// probs[h, j] = score of query head h against key j, for the keys of one unit.
+FP8RL_ISA_CLONES void score_keys(const void* k_cache, bool e4m3, int64_t first_offset, int64_t keys, const float* q_hat,
+                                 const UnitShape& s, float score_scale, float* row, float* probs) {
+  for (int64_t j = 0; j < keys; ++j) {
+    decode_cached_row(k_cache, e4m3, first_offset + j * s.kv_stride, s.head_dim, row);
+    for (int64_t h = 0; h < s.group; ++h)
+      probs[h * s.max_keys + j] = attention_score(q_hat + h * s.head_dim, row, s.head_dim, score_scale);
+  }
+}
+
+// acc[h, :] = sum over keys j, in key order, of p^[h, j] * v^[j, :].
+FP8RL_ISA_CLONES void accumulate_values(const void* v_cache, bool e4m3, int64_t first_offset, int64_t keys,
+                                        const float* probs, const UnitShape& s, float* row, float* acc) {
+  for (int64_t i = 0; i < s.group * s.head_dim; ++i) acc[i] = 0.0f;
+  for (int64_t j = 0; j < keys; ++j) {
+    decode_cached_row(v_cache, e4m3, first_offset + j * s.kv_stride, s.head_dim, row);
+    for (int64_t h = 0; h < s.group; ++h) {
+      const float p = probs[h * s.max_keys + j];
+      float* a = acc + h * s.head_dim;
+      for (int64_t d = 0; d < s.head_dim; ++d) a[d] = add_rn(a[d], mul_rn(p, row[d]));
+    }
+  }
+}
+
+void attention_unit(const AttentionArgs& args, const UnitShape& s, int64_t token, int64_t kv_head, float* scratch) {
+  const bool e4m3 = args.kv_format == KvFormat::e4m3, fp8_math = args.math == AttentionMath::fp8;
+  const AttentionScales scales =
+      attention_scales(e4m3, fp8_math, args.q_scale, args.k_scale, args.v_scale, args.softmax_scale);
+  float* q_hat = scratch;
+  float* probs = q_hat + s.group * s.head_dim;
+  float* acc = probs + s.group * s.max_keys;
+  float* row = acc + s.group * s.head_dim;
+
+  const int64_t first_head = kv_head * s.group;
+  const float* q = args.q + (token * args.heads + first_head) * s.head_dim;
+  for (int64_t i = 0; i < s.group * s.head_dim; ++i) q_hat[i] = attention_query_value(q[i], fp8_math, args.q_scale);
+
+  const int64_t keys = args.key_count[token];
+  const int64_t first_offset = args.key_begin[token] * s.kv_stride + kv_head * s.head_dim;
+  score_keys(args.k_cache, e4m3, first_offset, keys, q_hat, s, scales.score, row, probs);
+  float prob_sums[1024];  // group <= 1024 (checked by the caller)
+  for (int64_t h = 0; h < s.group; ++h) prob_sums[h] = softmax_weights(probs + h * s.max_keys, keys, fp8_math);
+
+  accumulate_values(args.v_cache, e4m3, first_offset, keys, probs, s, row, acc);
+  float* out = args.out + (token * args.heads + first_head) * s.head_dim;
+  for (int64_t h = 0; h < s.group; ++h)
+    for (int64_t d = 0; d < s.head_dim; ++d)
+      out[h * s.head_dim + d] = attention_output(acc[h * s.head_dim + d], scales.out, prob_sums[h]);
+}
+
+}  // namespace
+
+int64_t attention_work_units(const AttentionArgs& args) { return args.tokens * args.kv_heads; }
+
+void attention_units(const AttentionArgs& args, int64_t begin, int64_t end, AttentionScratch& scratch) {
+  const UnitShape shape{args.heads / args.kv_heads, args.head_dim, args.kv_heads * args.head_dim, args.max_key_count};
+  require(shape.group <= 1024, "attention: more than 1024 query heads per kv head");
+  const size_t needed = static_cast<size_t>(scratch_floats(shape));
+  if (scratch.buffer.size() < needed) scratch.buffer.resize(needed);
+  for (int64_t unit = begin; unit < end; ++unit) {
+    const int64_t token = unit / args.kv_heads, kv_head = unit % args.kv_heads;
+    check_attention_keys(args, token);
+    attention_unit(args, shape, token, kv_head, scratch.buffer.data());
+  }
+}
+
+}  // namespace fp8rl::cpu

@@ -1,0 +1,77 @@
+#include "transformer_cpu.h"
+
+#include <cstring>
+
+#include "../common/activation_math.h"
+#include "../common/kv_cache_math.h"
+#include "../common/norm_math.h"
+#include "../common/rope_math.h"
+#include "simd_clones.h"
+
+namespace fp8rl::cpu {
+
+FP8RL_ISA_CLONES void embedding_rows(const uint16_t* table, int64_t hidden, const int32_t* ids, float* out,
+                                     int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    const uint16_t* row = table + static_cast<int64_t>(ids[i]) * hidden;
+    float* dst = out + i * hidden;
+    for (int64_t j = 0; j < hidden; ++j) dst[j] = bf16_decode(row[j]);
+  }
+}
+
+FP8RL_ISA_CLONES void rms_norm_rows(const float* x, const float* weight, int64_t dim, float eps, float* out,
+                                    int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) rms_norm_row(x + r * dim, weight, dim, eps, out + r * dim);
+}
+
+FP8RL_ISA_CLONES void rope_tokens(float* x, const int32_t* positions, int64_t heads, int64_t head_dim, const float* cos,
+                                  const float* sin, int64_t begin, int64_t end) {
+  const int64_t half = head_dim / 2;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t position = positions[t];
+    for (int64_t h = 0; h < heads; ++h)
+      rope_rotate_head(x + (t * heads + h) * head_dim, cos + position * half, sin + position * half, half);
+  }
+}
+
+FP8RL_ISA_CLONES void swiglu_span(const float* gate, const float* up, float* out, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) out[i] = swiglu_value(gate[i], up[i]);
+}
+
+FP8RL_ISA_CLONES void add_span(float* x, const float* y, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) x[i] = add_rn(x[i], y[i]);
+}
+
+FP8RL_ISA_CLONES void to_bf16_span(const float* x, uint16_t* out, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) out[i] = bf16_encode(x[i]);
+}
+
+FP8RL_ISA_CLONES void add_bias_rows(float* x, const float* bias, int64_t cols, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
+    float* row = x + r * cols;
+    for (int64_t j = 0; j < cols; ++j) row[j] = add_rn(row[j], bias[j]);
+  }
+}
+
+void gather_rows_range(const float* x, int64_t cols, const int64_t* rows, float* out, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i)
+    std::memcpy(out + i * cols, x + rows[i] * cols, static_cast<size_t>(cols) * sizeof(float));
+}
+
+FP8RL_ISA_CLONES void kv_store_tokens(const KvStoreArgs& args, int64_t begin, int64_t end) {
+  const int64_t dim = args.kv_dim;
+  for (int64_t t = begin; t < end; ++t) {
+    const float* src = args.source + t * dim;
+    const int64_t row = args.cache_rows[t];
+    if (args.format == KvFormat::bf16) {
+      uint16_t* dst = static_cast<uint16_t*>(args.cache) + row * dim;
+      for (int64_t j = 0; j < dim; ++j) dst[j] = kv_store_bf16(src[j]);
+    } else {
+      uint8_t* dst = static_cast<uint8_t*>(args.cache) + row * dim;
+      const float scale = args.scale;
+      for (int64_t j = 0; j < dim; ++j) dst[j] = kv_store_e4m3(src[j], scale);
+    }
+  }
+}
+
+}  // namespace fp8rl::cpu
