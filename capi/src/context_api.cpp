@@ -63,7 +63,13 @@ FP8RL_API fp8rl_status fp8rl_context_create(const fp8rl_context_options* options
 }
 
 FP8RL_API fp8rl_status fp8rl_context_destroy(fp8rl_context* context) {
-  return guarded(__func__, [&] { delete context; });
+  return guarded(__func__, [&] {
+    if (context == nullptr) return;
+    const int64_t live = context->live_policies.load();
+    fp8rl::require(live == 0, std::to_string(live) + (live == 1 ? " policy is" : " policies are") +
+                                  " still alive on this context; destroy them first");
+    delete context;
+  });
 }
 
 FP8RL_API fp8rl_status fp8rl_context_get_backend(const fp8rl_context* context, fp8rl_backend* out_backend) {

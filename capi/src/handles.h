@@ -1,10 +1,33 @@
 // What the opaque handles of the C API hold.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
 #include "core/context.h"
+#include "core/policy/policy.h"
 
 struct fp8rl_context {
   fp8rl::Context impl;
+  // Policies created on this context and not yet destroyed: a policy keeps a
+  // reference to the context, so fp8rl_context_destroy refuses while any live.
+  std::atomic<int64_t> live_policies{0};
+};
+
+struct fp8rl_policy {
+  fp8rl_context* context;  // the owner; outlives the policy (live_policies)
+  std::unique_ptr<fp8rl::policy::Policy> impl;
+};
+
+// Completions in flat arrays: completion i is [offsets[i], offsets[i + 1]) of
+// tokens and logprobs. Owned copies, independent of the policy and context.
+struct fp8rl_rollout {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  std::vector<int64_t> offsets;  // [count + 1]
+  std::vector<fp8rl_finish_reason> finish;
 };
 
 namespace fp8rl::capi {
@@ -17,6 +40,16 @@ inline Context& context_of(fp8rl_context* handle) {
 inline const Context& context_of(const fp8rl_context* handle) {
   require(handle != nullptr, "context is NULL");
   return handle->impl;
+}
+
+inline policy::Policy& policy_of(const fp8rl_policy* handle) {
+  require(handle != nullptr, "policy is NULL");
+  return *handle->impl;
+}
+
+inline const fp8rl_rollout& rollout_of(const fp8rl_rollout* handle) {
+  require(handle != nullptr, "rollout is NULL");
+  return *handle;
 }
 
 }  // namespace fp8rl::capi

@@ -190,7 +190,13 @@ FP8RL_API fp8rl_status fp8rl_context_create(const fp8rl_context_options* options
 
 /**
  * @brief Destroys a context and frees everything it owns.
+ *
+ * A context must outlive its policies: while any policy created on it is
+ * alive, this fails and the context stays valid (destroy the policies first).
+ * Rollouts do not depend on the context.
  * @param context The context, or NULL (then nothing happens).
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if policies created on the context are
+ *         still alive ("N policies still alive"); nothing is freed then.
  * Not thread-safe with other calls on the same context.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
@@ -426,6 +432,486 @@ FP8RL_API fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_ma
 FP8RL_API fp8rl_status fp8rl_gemm_bf16(fp8rl_context* context, const uint16_t* a, int64_t a_count, const uint16_t* w,
                                        int64_t w_count, int64_t m, int64_t n, int64_t k, void* c, fp8rl_dtype c_dtype,
                                        int64_t c_count);
+
+/** @} */
+
+/** @defgroup models Model configurations
+ *  The architecture of a policy, as a Hugging Face `config.json` describes it.
+ *  @{ */
+
+/** The supported decoder-only transformer families. */
+typedef enum fp8rl_model_family {
+  FP8RL_MODEL_FAMILY_LLAMA = 0,               /**< Llama 2/3.x, SmolLM2 ("llama"). */
+  FP8RL_MODEL_FAMILY_QWEN2 = 1,               /**< Qwen2/2.5: bias on the q/k/v projections. */
+  FP8RL_MODEL_FAMILY_QWEN3 = 2,               /**< Qwen3: RMSNorm over each head of q and k (qk_norm). */
+  FP8RL_MODEL_FAMILY_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_model_family;
+
+/** RoPE frequency scaling. */
+typedef enum fp8rl_rope_scaling {
+  FP8RL_ROPE_SCALING_NONE = 0,                /**< Plain RoPE. */
+  FP8RL_ROPE_SCALING_LLAMA3 = 1,              /**< Llama 3.1/3.2 frequency-dependent interpolation. */
+  FP8RL_ROPE_SCALING_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_rope_scaling;
+
+/** Capacity of fp8rl_model_config::eos_token_ids. */
+#define FP8RL_MAX_EOS_TOKEN_IDS 8
+
+/**
+ * The architecture of a model. Fill with fp8rl_model_config_init(), then set
+ * the sizes. The fields mirror the keys of a Hugging Face `config.json`.
+ */
+typedef struct fp8rl_model_config {
+  uint32_t struct_size;            /**< sizeof(fp8rl_model_config), set by the init function. */
+  fp8rl_model_family family;       /**< Default ::FP8RL_MODEL_FAMILY_LLAMA. */
+  int64_t vocab_size;              /**< Vocabulary size (> 0). */
+  int64_t hidden_size;             /**< Model width (> 0). */
+  int64_t num_layers;              /**< Transformer blocks ("num_hidden_layers", > 0). */
+  int64_t num_attention_heads;     /**< Query heads (> 0). */
+  int64_t num_key_value_heads;     /**< Key/value heads (> 0, divides num_attention_heads). */
+  int64_t head_dim;                /**< Per-head width; 0 (default) = hidden_size / num_attention_heads,
+                                        which must then divide exactly. */
+  int64_t intermediate_size;       /**< SwiGLU width (> 0). */
+  int64_t max_position_embeddings; /**< Positions the model supports (> 0); bounds prompt lengths. */
+  double rms_norm_eps;             /**< RMSNorm epsilon; default 1e-5. */
+  double rope_theta;               /**< RoPE base; default 10000. */
+  fp8rl_rope_scaling rope_scaling; /**< Default ::FP8RL_ROPE_SCALING_NONE. */
+  double rope_factor;              /**< Llama-3 scaling: the factor long wavelengths are divided by (default 1). */
+  double rope_low_freq_factor;     /**< Llama-3 scaling: low_freq_factor (default 1). */
+  double rope_high_freq_factor;    /**< Llama-3 scaling: high_freq_factor (default 4; must exceed the low one). */
+  /** Llama-3 scaling: the context length of pre-training (default 0). */
+  int64_t rope_original_max_position_embeddings;
+  int32_t tie_word_embeddings; /**< Non-zero: the LM head shares the embedding matrix. */
+  int32_t attention_bias;      /**< Non-zero: bias on q/k/v (and o, except for Qwen2); Qwen2 requires it. */
+  int32_t qk_norm;             /**< Non-zero: q/k head RMSNorm; required by Qwen3, refused by the others. */
+  int64_t bos_token_id;        /**< Beginning-of-sequence token, or -1 (default) for none. */
+  /** End-of-sequence tokens; the first num_eos_token_ids of them count. */
+  int64_t eos_token_ids[FP8RL_MAX_EOS_TOKEN_IDS];
+  int32_t num_eos_token_ids; /**< 0 (default) to ::FP8RL_MAX_EOS_TOKEN_IDS. */
+} fp8rl_model_config;
+
+/**
+ * @brief Fills @p config with defaults: Llama family, all sizes 0 (to be set),
+ *        head_dim 0 (implied), rms_norm_eps 1e-5, rope_theta 10000, no RoPE
+ *        scaling, no tied embeddings, bias or qk_norm, bos_token_id -1, no EOS tokens.
+ * @param config Caller-owned struct to fill.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if @p config is NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_model_config_init(fp8rl_model_config* config);
+
+/**
+ * @brief Validates a configuration and counts its weights.
+ *
+ * The count includes embeddings, every layer's projections, biases and norms,
+ * the final norm and (unless tied) the LM head.
+ * @param config The configuration; read only during the call.
+ * @param[out] out_count Receives the number of weights.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or a configuration that
+ *         cannot describe a model (the message names the field): non-positive
+ *         sizes, heads not a multiple of kv heads, an inexact implied head_dim,
+ *         enum values out of range, a family's required extras missing, sizes
+ *         whose count overflows int64, token ids outside the vocabulary.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH if config->struct_size is not one this library knows.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_model_config_parameter_count(const fp8rl_model_config* config, int64_t* out_count);
+
+/** @} */
+
+/** @defgroup policies Policies and precision recipes
+ *  A policy holds the FP32 master weights of one model, the precision recipe
+ *  that fixes its numerics, and the compute copies of the weights that recipe
+ *  implies. It belongs to the context it was created on: calls on a policy
+ *  are serialized by that context (so one context with its policies may be
+ *  shared by threads), and the context must outlive its policies.
+ *
+ * Generating with FP8 linear layers and scoring the completions:
+ * @code
+ * fp8rl_policy* policy = NULL;
+ * fp8rl_policy_load(context, "SmolLM2-135M", &policy);
+ * fp8rl_recipe recipe;
+ * fp8rl_recipe_init(&recipe);
+ * recipe.linear = FP8RL_PRECISION_FP8;
+ * fp8rl_policy_set_recipe(policy, &recipe);
+ * fp8rl_sampling_options sampling;
+ * fp8rl_sampling_options_init(&sampling);
+ * sampling.max_new_tokens = 32;
+ * const int32_t prompts[] = {1, 2, 3, 4, 5};   // two prompts: {1, 2, 3} and {4, 5}
+ * const int64_t offsets[] = {0, 3, 5};
+ * const uint64_t seeds[] = {11, 12};
+ * fp8rl_rollout* rollout = NULL;
+ * fp8rl_policy_generate(policy, prompts, offsets, 2, seeds, &sampling, &rollout);
+ * const int32_t* tokens; const float* logprobs; int64_t length; fp8rl_finish_reason finish;
+ * fp8rl_rollout_get(rollout, 0, &tokens, &logprobs, &length, &finish);
+ * fp8rl_rollout_destroy(rollout);
+ * fp8rl_policy_destroy(policy);
+ * @endcode
+ *  @{ */
+
+/** Opaque handle: a model's weights, its precision recipe and compute copies. */
+typedef struct fp8rl_policy fp8rl_policy;
+
+/** Arithmetic precision of a part of the model. */
+typedef enum fp8rl_precision {
+  FP8RL_PRECISION_BF16 = 0,                /**< BF16 operands, FP32 accumulation. */
+  FP8RL_PRECISION_FP8 = 1,                 /**< E4M3 operands with block scales, FP32 accumulation. */
+  FP8RL_PRECISION_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_precision;
+
+/**
+ * The precision recipe of a policy, for generation and training alike.
+ * Embeddings, norms, softmax, RoPE and the LM head always run in BF16/FP32.
+ * Fill with fp8rl_recipe_init().
+ */
+typedef struct fp8rl_recipe {
+  uint32_t struct_size;            /**< sizeof(fp8rl_recipe), set by the init function. */
+  fp8rl_precision linear;          /**< q/k/v/o and gate/up/down projections; FP8 uses 128x128 weight
+                                        blocks and 1x128 activation tiles. Default BF16. */
+  fp8rl_scale_format scale_format; /**< Block scales of the FP8 linear layers; default ::FP8RL_SCALE_FP32. */
+  fp8rl_precision kv_cache;        /**< FP8: keys and values stored as E4M3 with a per-layer scale. Default BF16. */
+  fp8rl_precision attention;       /**< FP8: Q.K^T and P.V on E4M3 inputs; requires the FP8 KV cache. Default BF16. */
+  int32_t bf16_first_layers;       /**< Leading transformer layers kept entirely in BF16 (>= 0; default 0). */
+  int32_t bf16_last_layers;        /**< Trailing transformer layers kept entirely in BF16 (>= 0; default 0). */
+} fp8rl_recipe;
+
+/**
+ * @brief Fills @p recipe with defaults: everything BF16, FP32 scales, no BF16-only layers.
+ * @param recipe Caller-owned struct to fill.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if @p recipe is NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_recipe_init(fp8rl_recipe* recipe);
+
+/**
+ * @brief Creates a policy with random weights (deterministic for config and seed).
+ *
+ * Linear layers and embeddings are drawn from N(0, 0.02^2), norms are 1 and
+ * biases 0, from a counter-based generator: the same on every platform. The
+ * recipe is the default of fp8rl_recipe_init().
+ * @param context The context the policy lives on; it must outlive the policy.
+ * @param config The architecture; read only during the call.
+ * @param seed Seed of the weights.
+ * @param[out] out_policy Receives the new policy, owned by the caller, who
+ *             releases it with fp8rl_policy_destroy(); left unchanged on failure.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or an invalid
+ *         configuration (as fp8rl_model_config_parameter_count() checks).
+ * @retval FP8RL_ERROR_VERSION_MISMATCH if config->struct_size is not one this library knows.
+ * @retval FP8RL_ERROR_OUT_OF_MEMORY if the weights do not fit.
+ * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_create_random(fp8rl_context* context, const fp8rl_model_config* config,
+                                                  uint64_t seed, fp8rl_policy** out_policy);
+
+/**
+ * @brief Loads a policy from a Hugging Face model folder.
+ *
+ * The folder holds `config.json` and either `model.safetensors` or
+ * `model.safetensors.index.json` with its shards; tensors may be BF16, F16 or
+ * F32. The recipe is the default of fp8rl_recipe_init().
+ * @param context The context the policy lives on; it must outlive the policy.
+ * @param folder NUL-terminated path of the folder; read only during the call.
+ * @param[out] out_policy Receives the new policy, owned by the caller, who
+ *             releases it with fp8rl_policy_destroy(); left unchanged on failure.
+ * @retval FP8RL_ERROR_IO if the folder or a file cannot be read.
+ * @retval FP8RL_ERROR_CORRUPT_DATA for a malformed config or weights file, or a
+ *         missing, mis-shaped or mistyped tensor (the message names the file and tensor).
+ * @retval FP8RL_ERROR_NON_FINITE for NaN or infinite weights.
+ * @retval FP8RL_ERROR_UNSUPPORTED for an architecture this library does not implement.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_load(fp8rl_context* context, const char* folder, fp8rl_policy** out_policy);
+
+/**
+ * @brief Writes the policy's master weights as a Hugging Face model folder.
+ *
+ * Writes `config.json` and `model.safetensors` (shards and an index above
+ * 5 GiB), each atomically; creates the folder if needed. BF16 rounds to
+ * nearest even. fp8rl_policy_load() reads the folder back.
+ * @param policy A valid policy.
+ * @param folder NUL-terminated path of the folder; read only during the call.
+ * @param dtype Element type of the stored weights: ::FP8RL_DTYPE_F32 (exact) or ::FP8RL_DTYPE_BF16.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or another dtype.
+ * @retval FP8RL_ERROR_IO if a file cannot be written.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_save(fp8rl_policy* policy, const char* folder, fp8rl_dtype dtype);
+
+/**
+ * @brief Destroys a policy and frees its weights.
+ *
+ * Rollouts made by the policy stay valid.
+ * @param policy The policy, or NULL (then nothing happens).
+ * Not thread-safe with other calls on the same policy; serialized with calls on its context.
+ * @return ::FP8RL_OK (it cannot fail).
+ */
+FP8RL_API fp8rl_status fp8rl_policy_destroy(fp8rl_policy* policy);
+
+/**
+ * @brief The policy's architecture.
+ *
+ * Honours out_config->struct_size, which the caller sets (fp8rl_model_config_init()
+ * does): a struct from an older header receives only the fields it has.
+ * head_dim is written as 0 when the configuration implies it
+ * (hidden_size / num_attention_heads), so the struct creates an equal policy.
+ * @param policy A valid policy.
+ * @param[in,out] out_config Caller-owned; struct_size is read, the fields are written.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH if out_config->struct_size is not one this library knows.
+ * @retval FP8RL_ERROR_UNSUPPORTED if the model has more than ::FP8RL_MAX_EOS_TOKEN_IDS EOS tokens.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_get_config(const fp8rl_policy* policy, fp8rl_model_config* out_config);
+
+/**
+ * @brief The number of weights of the policy's model (see fp8rl_model_config_parameter_count()).
+ * @param policy A valid policy.
+ * @param[out] out_count Receives the count.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, int64_t* out_count);
+
+/**
+ * @brief Sets the precision recipe and requantizes the compute weights.
+ * @param policy A valid policy.
+ * @param recipe The recipe; read only during the call.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, enum values out of
+ *         range, negative layer counts, or FP8 attention over a BF16 KV cache.
+ *         On any error the policy keeps its previous recipe and weights.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH if recipe->struct_size is not one this library knows.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_set_recipe(fp8rl_policy* policy, const fp8rl_recipe* recipe);
+
+/**
+ * @brief The policy's current recipe.
+ *
+ * Honours out_recipe->struct_size like fp8rl_policy_get_config().
+ * @param policy A valid policy.
+ * @param[in,out] out_recipe Caller-owned; struct_size is read, the fields are written.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH if out_recipe->struct_size is not one this library knows.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_get_recipe(const fp8rl_policy* policy, fp8rl_recipe* out_recipe);
+
+/**
+ * @brief Sets the per-layer scales of the FP8 KV cache and FP8 attention.
+ *
+ * Keys and values are stored as E4M3 codes of value / scale, and queries are
+ * quantized with the q scale before Q.K^T. They are 1 until set (or recalibrated).
+ * @param policy A valid policy.
+ * @param q Caller-owned query scales, @p num_layers of them.
+ * @param k Caller-owned key scales, @p num_layers of them.
+ * @param v Caller-owned value scales, @p num_layers of them.
+ * @param num_layers Must equal the model's num_layers.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, a wrong @p num_layers,
+ *         or a scale that is not finite and > 0 (the message names the layer);
+ *         the scales are then unchanged.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_set_attention_scales(fp8rl_policy* policy, const float* q, const float* k,
+                                                         const float* v, int64_t num_layers);
+
+/**
+ * @brief Reads the per-layer attention scales (see fp8rl_policy_set_attention_scales()).
+ * @param policy A valid policy.
+ * @param[out] q Caller-owned, receives @p num_layers query scales.
+ * @param[out] k Caller-owned, receives @p num_layers key scales.
+ * @param[out] v Caller-owned, receives @p num_layers value scales.
+ * @param num_layers Must equal the model's num_layers.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or a wrong @p num_layers.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_get_attention_scales(const fp8rl_policy* policy, float* q, float* k, float* v,
+                                                         int64_t num_layers);
+
+/** @} */
+
+/** @defgroup rollouts Rollouts: generation and scoring
+ *  Batched generation with continuous batching, and the scoring of given
+ *  completions that training uses. Both run the same arithmetic row by row, so
+ *  the log-prob fp8rl_policy_score() gives a completion token equals, bit for
+ *  bit, the one fp8rl_policy_generate() recorded with the same sampling options.
+ *  @{ */
+
+/** Opaque handle: the completions of one fp8rl_policy_generate() call. */
+typedef struct fp8rl_rollout fp8rl_rollout;
+
+/** Why a completion ended. */
+typedef enum fp8rl_finish_reason {
+  FP8RL_FINISH_STOP = 0,                /**< Emitted a stop or EOS token; it is the last token. */
+  FP8RL_FINISH_LENGTH = 1,              /**< Reached max_new_tokens. */
+  FP8RL_FINISH_CONTEXT_FULL = 2,        /**< Reached the model's max_position_embeddings. */
+  FP8RL_FINISH_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_finish_reason;
+
+/**
+ * How completions are drawn and when they end. Fill with fp8rl_sampling_options_init().
+ *
+ * The sampling distribution is softmax(logits / temperature), restricted to
+ * the top_k most likely tokens and then to the smallest set whose probability
+ * reaches top_p, renormalized; log-probs are taken under it.
+ */
+typedef struct fp8rl_sampling_options {
+  uint32_t struct_size;          /**< sizeof(fp8rl_sampling_options), set by the init function. */
+  float temperature;             /**< Default 1; 0 = greedy (the log-prob of the chosen token is then 0). */
+  int32_t top_k;                 /**< Keep the k most likely tokens; 0 (default) = all. */
+  float top_p;                   /**< Nucleus mass in (0, 1]; default 1. */
+  int32_t max_new_tokens;        /**< Completion length limit (> 0); default 64. */
+  const int32_t* stop_token_ids; /**< Caller-owned tokens that end a completion (after being emitted); default NULL. */
+  int64_t num_stop_token_ids;    /**< Number of stop tokens (>= 0); default 0. */
+  int32_t stop_at_eos;           /**< Non-zero (default): the model's EOS tokens also end a completion. */
+  int32_t batch_slots;           /**< Sequences in flight at once; 0 (default) = all prompts. Finished
+                                      sequences hand their slot to waiting prompts. Results do not depend on it. */
+  int32_t max_tokens_per_step;   /**< Bound on the tokens of one forward pass (prefill is chunked); default 2048. */
+} fp8rl_sampling_options;
+
+/**
+ * @brief Fills @p options with defaults: temperature 1, top_k 0, top_p 1,
+ *        64 new tokens, no stop tokens, stop at EOS, all prompts at once,
+ *        2048 tokens per step.
+ * @param options Caller-owned struct to fill.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if @p options is NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_sampling_options_init(fp8rl_sampling_options* options);
+
+/**
+ * @brief Generates one completion per prompt.
+ *
+ * Prompt i is prompt_tokens[prompt_offsets[i] .. prompt_offsets[i + 1]).
+ * seeds[i] alone decides the random draws of prompt i, so a prompt with the
+ * same seed gets the same completion (tokens and log-probs, bitwise) whatever
+ * else is in the batch and whatever options->batch_slots is.
+ * @param policy A valid policy.
+ * @param prompt_tokens Caller-owned token ids, prompt_offsets[num_prompts] of them, each in [0, vocab_size).
+ * @param prompt_offsets Caller-owned, num_prompts + 1 offsets: 0 first, increasing (no empty prompt).
+ * @param num_prompts Number of prompts (> 0).
+ * @param seeds Caller-owned, one seed per prompt.
+ * @param options Sampling options; read only during the call.
+ * @param[out] out_rollout Receives the completions, owned by the caller, who
+ *             releases them with fp8rl_rollout_destroy(). They are copies:
+ *             valid after the policy and its context are destroyed.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, num_prompts < 1,
+ *         malformed offsets, token ids outside the vocabulary, a prompt longer
+ *         than max_position_embeddings, or bad options (the message names the
+ *         prompt and position, or the field).
+ * @retval FP8RL_ERROR_VERSION_MISMATCH if options->struct_size is not one this library knows.
+ * Thread-safe; calls on the policy's context are serialized (for the whole generation).
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_generate(fp8rl_policy* policy, const int32_t* prompt_tokens,
+                                             const int64_t* prompt_offsets, int64_t num_prompts, const uint64_t* seeds,
+                                             const fp8rl_sampling_options* options, fp8rl_rollout** out_rollout);
+
+/**
+ * @brief Log-probs of given completions under the policy, as generation records them.
+ *
+ * Sequence i is tokens[offsets[i] .. offsets[i + 1]); its first
+ * prompt_lengths[i] tokens are the prompt, the rest the completion. For every
+ * completion token, in sequence order, writes its log-prob under the
+ * distribution options->temperature, top_k and top_p define (the other
+ * options are ignored).
+ * @param policy A valid policy.
+ * @param tokens Caller-owned token ids, offsets[num_sequences] of them.
+ * @param offsets Caller-owned, num_sequences + 1 offsets: 0 first, increasing.
+ * @param num_sequences Number of sequences (> 0).
+ * @param prompt_lengths Caller-owned, one per sequence, in [1, sequence length].
+ * @param options Sampling options; read only during the call.
+ * @param[out] logprobs Caller-owned; receives sum(length_i - prompt_lengths[i]) values
+ *             (may be NULL when @p capacity is 0).
+ * @param capacity Capacity of @p logprobs; at least that sum.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed sequences or
+ *         prompt lengths, bad options, or a too small @p capacity; nothing is written then.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH if options->struct_size is not one this library knows.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_score(fp8rl_policy* policy, const int32_t* tokens, const int64_t* offsets,
+                                          int64_t num_sequences, const int64_t* prompt_lengths,
+                                          const fp8rl_sampling_options* options, float* logprobs, int64_t capacity);
+
+/**
+ * @brief The number of completions (the number of prompts generated from).
+ * @param rollout A valid rollout.
+ * @param[out] out_count Receives the count.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * Thread-safe (a rollout is read-only).
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_rollout_count(const fp8rl_rollout* rollout, int64_t* out_count);
+
+/**
+ * @brief The total number of completion tokens over all completions.
+ * @param rollout A valid rollout.
+ * @param[out] out_total Receives the total.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * Thread-safe (a rollout is read-only).
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_rollout_total_tokens(const fp8rl_rollout* rollout, int64_t* out_total);
+
+/**
+ * @brief One completion, by reference.
+ * @param rollout A valid rollout.
+ * @param index The completion, in prompt order: [0, count).
+ * @param[out] out_tokens NULL, or receives its tokens (length of them), owned by
+ *             the rollout and valid until it is destroyed.
+ * @param[out] out_logprobs NULL, or receives the log-prob of each token under the
+ *             sampling distribution (<= 0), owned by the rollout, valid until it is destroyed.
+ * @param[out] out_length NULL, or receives the number of tokens.
+ * @param[out] out_finish NULL, or receives why the completion ended.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for a NULL rollout or an index out of range.
+ * Thread-safe (a rollout is read-only).
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_rollout_get(const fp8rl_rollout* rollout, int64_t index, const int32_t** out_tokens,
+                                         const float** out_logprobs, int64_t* out_length,
+                                         fp8rl_finish_reason* out_finish);
+
+/**
+ * @brief Copies all completions into caller-owned flat arrays.
+ *
+ * Completion i occupies [offsets[i], offsets[i + 1]) of @p tokens and @p logprobs.
+ * Any of the four arrays may be NULL to skip it.
+ * @param rollout A valid rollout.
+ * @param[out] tokens NULL, or receives the tokens of all completions (capacity of them at most).
+ * @param[out] logprobs NULL, or receives their log-probs (capacity of them at most).
+ * @param capacity Capacity of @p tokens and @p logprobs; at least the total tokens
+ *        (fp8rl_rollout_total_tokens()) when either is given.
+ * @param[out] offsets NULL, or receives count + 1 offsets.
+ * @param[out] finish_reasons NULL, or receives count finish reasons.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for a NULL rollout or a too small @p capacity;
+ *         nothing is written then.
+ * Thread-safe (a rollout is read-only).
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_rollout_copy(const fp8rl_rollout* rollout, int32_t* tokens, float* logprobs,
+                                          int64_t capacity, int64_t* offsets, fp8rl_finish_reason* finish_reasons);
+
+/**
+ * @brief Destroys a rollout; pointers fp8rl_rollout_get() gave become invalid.
+ * @param rollout The rollout, or NULL (then nothing happens).
+ * Not thread-safe with other calls on the same rollout.
+ * @return ::FP8RL_OK (it cannot fail).
+ */
+FP8RL_API fp8rl_status fp8rl_rollout_destroy(fp8rl_rollout* rollout);
 
 /** @} */
 

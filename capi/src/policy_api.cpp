@@ -1,0 +1,200 @@
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "api_guard.h"
+#include "core/model/model_params.h"
+#include "enum_mapping.h"
+#include "handles.h"
+#include "model_config_convert.h"
+#include "struct_output.h"
+
+using namespace fp8rl::capi;
+using fp8rl::policy::Policy;
+
+namespace {
+
+fp8rl_recipe default_recipe() {
+  fp8rl_recipe recipe{};
+  recipe.struct_size = sizeof(recipe);
+  recipe.linear = FP8RL_PRECISION_BF16;
+  recipe.scale_format = FP8RL_SCALE_FP32;
+  recipe.kv_cache = FP8RL_PRECISION_BF16;
+  recipe.attention = FP8RL_PRECISION_BF16;
+  recipe.bf16_first_layers = 0;
+  recipe.bf16_last_layers = 0;
+  return recipe;
+}
+
+fp8rl::policy::Recipe recipe_from(const fp8rl_recipe* given) {
+  const fp8rl_recipe r = read_options(given, default_recipe(), "recipe");
+  fp8rl::policy::Recipe recipe;
+  recipe.linear = precision_from(r.linear, "recipe->linear");
+  recipe.scale_format = scale_format_from(r.scale_format, std::string("recipe->scale_format"));
+  recipe.kv_cache = precision_from(r.kv_cache, "recipe->kv_cache");
+  recipe.attention = precision_from(r.attention, "recipe->attention");
+  recipe.bf16_first_layers = r.bf16_first_layers;
+  recipe.bf16_last_layers = r.bf16_last_layers;
+  return recipe;
+}
+
+fp8rl_recipe to_public(const fp8rl::policy::Recipe& recipe) {
+  fp8rl_recipe r = default_recipe();
+  r.linear = fp8rl::capi::to_public(recipe.linear);
+  r.scale_format = fp8rl::capi::to_public(recipe.scale_format);
+  r.kv_cache = fp8rl::capi::to_public(recipe.kv_cache);
+  r.attention = fp8rl::capi::to_public(recipe.attention);
+  r.bf16_first_layers = recipe.bf16_first_layers;
+  r.bf16_last_layers = recipe.bf16_last_layers;
+  return r;
+}
+
+// Builds the policy on the context (serialized with its other calls) and
+// hands out a handle; nothing is written to *out and nothing leaks on failure.
+void create_policy(fp8rl_context* context, fp8rl::model::ModelParams params, fp8rl_policy** out) {
+  auto& impl = context_of(context);
+  std::unique_ptr<Policy> policy;
+  {
+    const std::lock_guard<std::mutex> lock(impl.mutex());
+    policy = std::make_unique<Policy>(impl, std::move(params));
+  }
+  auto handle = std::make_unique<fp8rl_policy>(fp8rl_policy{context, std::move(policy)});
+  ++context->live_policies;
+  *out = handle.release();
+}
+
+std::mutex& mutex_of(const fp8rl_policy* policy) {
+  fp8rl::require(policy != nullptr, "policy is NULL");
+  return policy->context->impl.mutex();
+}
+
+void check_scale_arrays(const fp8rl_policy* policy, const void* q, const void* k, const void* v, int64_t num_layers) {
+  const int64_t layers = policy_of(policy).config().num_layers;
+  fp8rl::require(q != nullptr, "q is NULL");
+  fp8rl::require(k != nullptr, "k is NULL");
+  fp8rl::require(v != nullptr, "v is NULL");
+  fp8rl::require(num_layers == layers, "num_layers is " + std::to_string(num_layers) + "; the model has " +
+                                           std::to_string(layers) + " layers");
+}
+
+}  // namespace
+
+extern "C" {
+
+FP8RL_API fp8rl_status fp8rl_recipe_init(fp8rl_recipe* recipe) {
+  return guarded(__func__, [&] {
+    fp8rl::require(recipe != nullptr, "recipe is NULL");
+    *recipe = default_recipe();
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_create_random(fp8rl_context* context, const fp8rl_model_config* config,
+                                                  uint64_t seed, fp8rl_policy** out_policy) {
+  return guarded(__func__, [&] {
+    context_of(context);
+    fp8rl::require(out_policy != nullptr, "out_policy is NULL");
+    const fp8rl::model::ModelConfig model_config = model_config_from(config, "config");
+    create_policy(context, fp8rl::model::random_model_params(model_config, seed), out_policy);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_load(fp8rl_context* context, const char* folder, fp8rl_policy** out_policy) {
+  return guarded(__func__, [&] {
+    context_of(context);
+    fp8rl::require(folder != nullptr, "folder is NULL");
+    fp8rl::require(out_policy != nullptr, "out_policy is NULL");
+    // Reading the files needs no lock: only the policy's construction uses the backend.
+    create_policy(context, fp8rl::model::load_hf_model(folder), out_policy);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_save(fp8rl_policy* policy, const char* folder, fp8rl_dtype dtype) {
+  return guarded(__func__, [&] {
+    auto& impl = policy_of(policy);
+    fp8rl::require(folder != nullptr, "folder is NULL");
+    const fp8rl::io::DType weight_dtype = weight_dtype_from(dtype, "dtype");
+    const std::lock_guard<std::mutex> lock(mutex_of(policy));
+    fp8rl::model::save_hf_model(folder, impl.params(), weight_dtype);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_destroy(fp8rl_policy* policy) {
+  return guarded(__func__, [&] {
+    if (policy == nullptr) return;
+    fp8rl_context* context = policy->context;
+    {
+      const std::lock_guard<std::mutex> lock(context->impl.mutex());
+      delete policy;  // frees device memory through the context's backend
+    }
+    --context->live_policies;
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_get_config(const fp8rl_policy* policy, fp8rl_model_config* out_config) {
+  return guarded(__func__, [&] {
+    const auto& impl = policy_of(policy);
+    fp8rl::require(out_config != nullptr, "out_config is NULL");
+    // The architecture never changes after creation: no lock needed.
+    write_struct(out_config, fp8rl::capi::to_public(impl.config()), "out_config");
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, int64_t* out_count) {
+  return guarded(__func__, [&] {
+    const auto& impl = policy_of(policy);
+    fp8rl::require(out_count != nullptr, "out_count is NULL");
+    *out_count = fp8rl::model::parameter_count(impl.config());
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_set_recipe(fp8rl_policy* policy, const fp8rl_recipe* recipe) {
+  return guarded(__func__, [&] {
+    auto& impl = policy_of(policy);
+    const fp8rl::policy::Recipe parsed = recipe_from(recipe);
+    const std::lock_guard<std::mutex> lock(mutex_of(policy));
+    impl.set_recipe(parsed);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_get_recipe(const fp8rl_policy* policy, fp8rl_recipe* out_recipe) {
+  return guarded(__func__, [&] {
+    const auto& impl = policy_of(policy);
+    fp8rl::require(out_recipe != nullptr, "out_recipe is NULL");
+    fp8rl_recipe recipe;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_of(policy));
+      recipe = to_public(impl.recipe());
+    }
+    write_struct(out_recipe, recipe, "out_recipe");
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_set_attention_scales(fp8rl_policy* policy, const float* q, const float* k,
+                                                         const float* v, int64_t num_layers) {
+  return guarded(__func__, [&] {
+    auto& impl = policy_of(policy);
+    check_scale_arrays(policy, q, k, v, num_layers);
+    fp8rl::policy::AttentionScales scales;
+    scales.q.assign(q, q + num_layers);
+    scales.k.assign(k, k + num_layers);
+    scales.v.assign(v, v + num_layers);
+    const std::lock_guard<std::mutex> lock(mutex_of(policy));
+    impl.set_attention_scales(scales);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_get_attention_scales(const fp8rl_policy* policy, float* q, float* k, float* v,
+                                                         int64_t num_layers) {
+  return guarded(__func__, [&] {
+    const auto& impl = policy_of(policy);
+    check_scale_arrays(policy, q, k, v, num_layers);
+    const std::lock_guard<std::mutex> lock(mutex_of(policy));
+    const fp8rl::policy::AttentionScales& scales = impl.attention_scales();
+    std::copy(scales.q.begin(), scales.q.end(), q);
+    std::copy(scales.k.begin(), scales.k.end(), k);
+    std::copy(scales.v.begin(), scales.v.end(), v);
+  });
+}
+
+}  // extern "C"

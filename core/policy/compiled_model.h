@@ -1,0 +1,61 @@
+// The compute copies of a policy's weights on its backend, derived from the
+// FP32 master weights for one recipe: linear layers as BF16 or as E4M3 codes
+// with 128x128 block scales, embeddings and the output head as BF16, norms
+// and biases as FP32. Built once per recipe or refit, never per call.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model/model_params.h"
+#include "core/policy/device_array.h"
+#include "core/policy/recipe.h"
+#include "kernels/backend.h"
+
+namespace fp8rl::policy {
+
+struct LinearWeights {
+  int64_t out_features = 0;
+  int64_t in_features = 0;
+  bool fp8 = false;
+  DeviceArray<uint16_t> bf16;  // [out, in] when !fp8
+  DeviceArray<uint8_t> codes;  // [out, in] E4M3 when fp8
+  DeviceArray<float> scales;   // [ceil(out / 128), ceil(in / 128)] when fp8
+  DeviceArray<float> bias;     // [out], empty when the layer has none
+
+  Fp8Matrix fp8_matrix() const;
+};
+
+struct CompiledLayer {
+  LayerPrecision precision;
+  DeviceArray<float> input_norm;           // [hidden]
+  DeviceArray<float> post_attention_norm;  // [hidden]
+  DeviceArray<float> q_norm;               // [head_dim], empty without qk_norm
+  DeviceArray<float> k_norm;               // [head_dim]
+  LinearWeights q, k, v, o;                // q: [q_dim, hidden], k/v: [kv_dim, hidden], o: [hidden, q_dim]
+  LinearWeights gate, up, down;            // gate/up: [inter, hidden], down: [hidden, inter]
+};
+
+class CompiledModel {
+ public:
+  CompiledModel(Backend& backend, const model::ModelParams& params, const Recipe& recipe);
+
+  const uint16_t* embedding() const { return embed_.data(); }  // [vocab, hidden] BF16
+  const uint16_t* lm_head() const { return lm_head_.empty() ? embed_.data() : lm_head_.data(); }  // [vocab, hidden]
+  const std::vector<CompiledLayer>& layers() const { return layers_; }
+  const float* final_norm() const { return final_norm_.data(); }  // [hidden]
+  // Of weight blocks and activation tiles alike.
+  ScaleFormat scale_format() const { return scale_format_; }
+  // Bytes of weights one decode step reads (linear layers, head, norms).
+  int64_t weight_bytes_per_token() const { return weight_bytes_per_token_; }
+
+ private:
+  DeviceArray<uint16_t> embed_;
+  DeviceArray<uint16_t> lm_head_;  // empty when tied to the embeddings
+  std::vector<CompiledLayer> layers_;
+  DeviceArray<float> final_norm_;
+  int64_t weight_bytes_per_token_ = 0;
+  ScaleFormat scale_format_ = ScaleFormat::fp32;
+};
+
+}  // namespace fp8rl::policy

@@ -1,0 +1,30 @@
+// The KV cache of one batch of sequences: per layer, K and V rows
+// [rows, kv_dim] in that layer's format (BF16, or E4M3 codes of value /
+// scale). A sequence owns a contiguous run of rows, one per position, so
+// attention reads its keys as one range.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/policy/compiled_model.h"
+#include "core/policy/device_array.h"
+
+namespace fp8rl::policy {
+
+class KvCache {
+ public:
+  // Sized for rows positions in total, over all sequences.
+  KvCache(Backend& backend, const CompiledModel& model, int64_t kv_dim, int64_t rows);
+
+  int64_t rows() const { return rows_; }
+  void* keys(size_t layer) { return keys_[layer].data(); }      // [rows, kv_dim]
+  void* values(size_t layer) { return values_[layer].data(); }  // [rows, kv_dim]
+
+ private:
+  int64_t rows_;
+  std::vector<DeviceArray<uint8_t>> keys_;
+  std::vector<DeviceArray<uint8_t>> values_;
+};
+
+}  // namespace fp8rl::policy

@@ -1,0 +1,62 @@
+#include "core/policy/policy.h"
+
+#include <cmath>
+#include <string>
+
+#include "core/policy/compiled_model.h"
+#include "core/policy/model_runner.h"
+
+namespace fp8rl::policy {
+namespace {
+
+AttentionScales unit_scales(int64_t num_layers) {
+  const std::vector<float> ones(static_cast<size_t>(num_layers), 1.0f);
+  return AttentionScales{ones, ones, ones};
+}
+
+void check_scales(const std::vector<float>& scales, const char* which, int64_t num_layers) {
+  require(static_cast<int64_t>(scales.size()) == num_layers,
+          std::string("attention scales: ") + which + " has " + std::to_string(scales.size()) +
+              " values; the model has " + std::to_string(num_layers) + " layers");
+  for (size_t layer = 0; layer < scales.size(); ++layer) {
+    const float s = scales[layer];
+    require(std::isnormal(s) && s > 0.0f, std::string("attention scales: ") + which + " scale of layer " +
+                                              std::to_string(layer) + " is " + std::to_string(s) +
+                                              "; scales must be finite, normal and > 0");
+  }
+}
+
+}  // namespace
+
+Policy::Policy(Context& context, model::ModelParams params, const Recipe& recipe)
+    : context_(context), params_(std::move(params)), recipe_(recipe) {
+  model::check_model_params(params_);
+  validate_recipe(recipe_);
+  scales_ = unit_scales(params_.config.num_layers);
+  compiled_ = std::make_unique<CompiledModel>(context_.backend(), params_, recipe_);
+  runner_ = std::make_unique<ModelRunner>(context_.backend(), params_.config);
+}
+
+Policy::~Policy() = default;
+
+void Policy::set_recipe(const Recipe& recipe) {
+  validate_recipe(recipe);
+  auto compiled = std::make_unique<CompiledModel>(context_.backend(), params_, recipe);
+  compiled_ = std::move(compiled);
+  recipe_ = recipe;
+}
+
+void Policy::set_attention_scales(const AttentionScales& scales) {
+  const int64_t layers = params_.config.num_layers;
+  check_scales(scales.q, "q", layers);
+  check_scales(scales.k, "k", layers);
+  check_scales(scales.v, "v", layers);
+  scales_ = scales;
+}
+
+void Policy::refit() {
+  model::check_model_params(params_);
+  compiled_ = std::make_unique<CompiledModel>(context_.backend(), params_, recipe_);
+}
+
+}  // namespace fp8rl::policy

@@ -1,0 +1,76 @@
+// A policy: the master weights of one model, the precision recipe, the
+// compute copies of the weights that recipe implies (quantized once, when the
+// recipe is set or the weights are refitted), and the per-layer attention
+// scales that the FP8 KV cache and FP8 attention use.
+//
+// Usage:
+//   Policy policy(context, model::load_hf_model("SmolLM2-135M"));
+//   policy.set_recipe(fp8_recipe);                       // requantizes the weights
+//   std::vector<rollout::Rollout> out = rollout::generate(policy, prompts, seeds, sampling);
+//
+// Thread safety: none of its own; the C API serializes calls on the policy's
+// context.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/context.h"
+#include "core/model/model_params.h"
+#include "core/policy/recipe.h"
+
+namespace fp8rl::policy {
+
+class CompiledModel;
+class ModelRunner;
+
+// Per-layer scales of the FP8 KV cache and FP8 attention: K and V are stored
+// as E4M3 codes of value / scale, and Q is quantized with q before Q.K^T.
+// Recalibration replaces them; until then they are 1.
+struct AttentionScales {
+  std::vector<float> q;  // [num_layers]
+  std::vector<float> k;  // [num_layers]
+  std::vector<float> v;  // [num_layers]
+};
+
+class Policy {
+ public:
+  // Checks the parameters (model::check_model_params) and the recipe, then
+  // builds the compute copies on the context's backend.
+  Policy(Context& context, model::ModelParams params, const Recipe& recipe = {});
+  ~Policy();
+  Policy(const Policy&) = delete;
+  Policy& operator=(const Policy&) = delete;
+
+  Context& context() const { return context_; }
+  const model::ModelConfig& config() const { return params_.config; }
+  const model::ModelParams& params() const { return params_; }
+  const Recipe& recipe() const { return recipe_; }
+  const AttentionScales& attention_scales() const { return scales_; }
+
+  // Validates, then rebuilds the compute weights; on any error the policy
+  // keeps its previous recipe and weights.
+  void set_recipe(const Recipe& recipe);
+  // Sizes must equal num_layers and values be finite and > 0
+  // (invalid_argument otherwise, naming the layer).
+  void set_attention_scales(const AttentionScales& scales);
+
+  // Training updates the master weights through this, then calls refit() to
+  // requantize the compute copies.
+  model::ModelParams& mutable_params() { return params_; }
+  void refit();
+
+  const CompiledModel& compiled() const { return *compiled_; }
+  // The forward machinery (workspace, RoPE tables) this policy's passes share.
+  ModelRunner& runner() { return *runner_; }
+
+ private:
+  Context& context_;
+  model::ModelParams params_;
+  Recipe recipe_;
+  AttentionScales scales_;
+  std::unique_ptr<CompiledModel> compiled_;
+  std::unique_ptr<ModelRunner> runner_;
+};
+
+}  // namespace fp8rl::policy
