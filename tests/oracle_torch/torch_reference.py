@@ -11,8 +11,9 @@ q/k/v biases, per-head q/k RMSNorm before RoPE, tied head).
 
 Two references per recipe:
   emulated  float64 plus the rounding points the recipe defines (below): our
-            result should match it up to FP32-vs-FP64 arithmetic, so the
-            tolerance is tight and asserted.
+            result should match it up to FP32-vs-FP64 arithmetic and the
+            rounding flips that difference causes (see TOLERANCES below);
+            asserted.
   plain     float64 with no rounding at all: what BF16/FP8 costs (reported,
             only loosely bounded).
 
@@ -57,7 +58,7 @@ except ImportError as error:  # pragma: no cover - depends on the machine
 F64 = torch.float64
 RECIPES = ["bf16", "fp8", "fp8-pow2", "fp8-kv", "fp8-kv-attn", "fp8-edges"]
 
-# How the comparison with the emulated reference is judged. Both sides put
+# TOLERANCES. How the comparison with the emulated reference is judged. Both sides put
 # values through the same BF16/E4M3 roundings, but ours computes between them
 # in FP32 and the reference in FP64, so now and then an element lands on the
 # other side of a rounding boundary (one BF16 ulp, or one E4M3 step of 1/8;
