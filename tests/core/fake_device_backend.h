@@ -42,6 +42,7 @@ class FakeDeviceBackend final : public Backend {
   void quantize(const void* input, DType dtype, int64_t rows, int64_t cols, const QuantSpec& spec, uint8_t* codes,
                 float* scales) override {
     require_device({input, codes, scales});
+    if (spec.layout == BlockLayout::block_128x128) ++weight_quantizations;
     cpu_->quantize(input, dtype, rows, cols, spec, codes, scales);
   }
   void dequantize(const Fp8Matrix& matrix, float* output) override {
@@ -114,6 +115,7 @@ class FakeDeviceBackend final : public Backend {
 
   size_t live_allocations() const { return live_.size(); }
   bool fail_gemm = false;
+  int64_t weight_quantizations = 0;  // quantize() calls in 128x128 blocks (the weights' layout)
 
  private:
   // Operations must only ever see device memory, never a host pointer.
