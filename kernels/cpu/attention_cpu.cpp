@@ -18,6 +18,17 @@ struct UnitShape {
 //   q_hat [group, head_dim], probs [group, max_keys], acc [group, head_dim], row [head_dim].
 int64_t scratch_floats(const UnitShape& s) { return s.group * (2 * s.head_dim + s.max_keys) + s.head_dim; }
 
+// Cached rows are strided (all kv heads of a position lie between two rows of
+// one head) and come from memory after each pass streams the weights, so the
+// hardware prefetchers lag; fetch a few keys ahead explicitly.
+constexpr int64_t kPrefetchKeys = 8;
+
+inline void prefetch_cached_row(const void* cache, bool e4m3, int64_t offset, int64_t n) {
+  const char* begin = static_cast<const char*>(cache) + offset * (e4m3 ? 1 : 2);
+  const int64_t bytes = n * (e4m3 ? 1 : 2);
+  for (int64_t line = 0; line < bytes; line += 64) __builtin_prefetch(begin + line);
+}
+
 // One cached K or V row (of one kv head) as the products see it.
 inline void decode_cached_row(const void* cache, bool e4m3, int64_t offset, int64_t n, float* out) {
   if (e4m3) {
@@ -43,23 +54,27 @@ FP8RL_ISA_CLONES float softmax_weights(float* probs, int64_t keys, bool fp8_math
   return l;
 }
 
-// probs[h, j] = score of query head h against key j, for the keys of one unit.
+// probs[h, j] = score of query head h against key j, for the unit's heads.
 FP8RL_ISA_CLONES void score_keys(const void* k_cache, bool e4m3, int64_t first_offset, int64_t keys, const float* q_hat,
-                                 const UnitShape& s, float score_scale, float* row, float* probs) {
+                                 const UnitShape& s, int64_t heads, float score_scale, float* row, float* probs) {
   for (int64_t j = 0; j < keys; ++j) {
+    if (j + kPrefetchKeys < keys)
+      prefetch_cached_row(k_cache, e4m3, first_offset + (j + kPrefetchKeys) * s.kv_stride, s.head_dim);
     decode_cached_row(k_cache, e4m3, first_offset + j * s.kv_stride, s.head_dim, row);
-    for (int64_t h = 0; h < s.group; ++h)
+    for (int64_t h = 0; h < heads; ++h)
       probs[h * s.max_keys + j] = attention_score(q_hat + h * s.head_dim, row, s.head_dim, score_scale);
   }
 }
 
 // acc[h, :] = sum over keys j, in key order, of p^[h, j] * v^[j, :].
 FP8RL_ISA_CLONES void accumulate_values(const void* v_cache, bool e4m3, int64_t first_offset, int64_t keys,
-                                        const float* probs, const UnitShape& s, float* row, float* acc) {
-  for (int64_t i = 0; i < s.group * s.head_dim; ++i) acc[i] = 0.0f;
+                                        const float* probs, const UnitShape& s, int64_t heads, float* row, float* acc) {
+  for (int64_t i = 0; i < heads * s.head_dim; ++i) acc[i] = 0.0f;
   for (int64_t j = 0; j < keys; ++j) {
+    if (j + kPrefetchKeys < keys)
+      prefetch_cached_row(v_cache, e4m3, first_offset + (j + kPrefetchKeys) * s.kv_stride, s.head_dim);
     decode_cached_row(v_cache, e4m3, first_offset + j * s.kv_stride, s.head_dim, row);
-    for (int64_t h = 0; h < s.group; ++h) {
+    for (int64_t h = 0; h < heads; ++h) {
       const float p = probs[h * s.max_keys + j];
       float* a = acc + h * s.head_dim;
       for (int64_t d = 0; d < s.head_dim; ++d) a[d] = add_rn(a[d], mul_rn(p, row[d]));
@@ -67,7 +82,10 @@ FP8RL_ISA_CLONES void accumulate_values(const void* v_cache, bool e4m3, int64_t 
   }
 }
 
-void attention_unit(const AttentionArgs& args, const UnitShape& s, int64_t token, int64_t kv_head, float* scratch) {
+// Query heads [first_head, first_head + heads) of one token, all reading kv
+// head first_head / group.
+void attention_unit(const AttentionArgs& args, const UnitShape& s, int64_t token, int64_t first_head, int64_t heads,
+                    float* scratch) {
   const bool e4m3 = args.kv_format == KvFormat::e4m3, fp8_math = args.math == AttentionMath::fp8;
   const AttentionScales scales =
       attention_scales(e4m3, fp8_math, args.q_scale, args.k_scale, args.v_scale, args.softmax_scale);
@@ -76,36 +94,51 @@ void attention_unit(const AttentionArgs& args, const UnitShape& s, int64_t token
   float* acc = probs + s.group * s.max_keys;
   float* row = acc + s.group * s.head_dim;
 
-  const int64_t first_head = kv_head * s.group;
+  const int64_t kv_head = first_head / s.group;
   const float* q = args.q + (token * args.heads + first_head) * s.head_dim;
-  for (int64_t i = 0; i < s.group * s.head_dim; ++i) q_hat[i] = attention_query_value(q[i], fp8_math, args.q_scale);
+  for (int64_t i = 0; i < heads * s.head_dim; ++i) q_hat[i] = attention_query_value(q[i], fp8_math, args.q_scale);
 
   const int64_t keys = args.key_count[token];
   const int64_t first_offset = args.key_begin[token] * s.kv_stride + kv_head * s.head_dim;
-  score_keys(args.k_cache, e4m3, first_offset, keys, q_hat, s, scales.score, row, probs);
+  score_keys(args.k_cache, e4m3, first_offset, keys, q_hat, s, heads, scales.score, row, probs);
   float prob_sums[1024];  // group <= 1024 (checked by the caller)
-  for (int64_t h = 0; h < s.group; ++h) prob_sums[h] = softmax_weights(probs + h * s.max_keys, keys, fp8_math);
+  for (int64_t h = 0; h < heads; ++h) prob_sums[h] = softmax_weights(probs + h * s.max_keys, keys, fp8_math);
 
-  accumulate_values(args.v_cache, e4m3, first_offset, keys, probs, s, row, acc);
+  accumulate_values(args.v_cache, e4m3, first_offset, keys, probs, s, heads, row, acc);
   float* out = args.out + (token * args.heads + first_head) * s.head_dim;
-  for (int64_t h = 0; h < s.group; ++h)
+  for (int64_t h = 0; h < heads; ++h)
     for (int64_t d = 0; d < s.head_dim; ++d)
       out[h * s.head_dim + d] = attention_output(acc[h * s.head_dim + d], scales.out, prob_sums[h]);
 }
 
 }  // namespace
 
-int64_t attention_work_units(const AttentionArgs& args) { return args.tokens * args.kv_heads; }
+AttentionPlan plan_attention(const AttentionArgs& args, int threads) {
+  const int64_t group = args.heads / args.kv_heads;
+  const int64_t pairs = args.tokens * args.kv_heads;
+  AttentionPlan plan;
+  // Enough units for two per thread; a lone decode token has only kv_heads
+  // (token, kv head) pairs, which would leave threads idle.
+  const int64_t wanted = (2 * static_cast<int64_t>(threads) + pairs - 1) / pairs;
+  plan.group_splits = wanted < 1 ? 1 : (wanted > group ? group : wanted);
+  plan.units = pairs * plan.group_splits;
+  return plan;
+}
 
-void attention_units(const AttentionArgs& args, int64_t begin, int64_t end, AttentionScratch& scratch) {
+void attention_units(const AttentionArgs& args, const AttentionPlan& plan, int64_t begin, int64_t end,
+                     AttentionScratch& scratch) {
   const UnitShape shape{args.heads / args.kv_heads, args.head_dim, args.kv_heads * args.head_dim, args.max_key_count};
   require(shape.group <= 1024, "attention: more than 1024 query heads per kv head");
   const size_t needed = static_cast<size_t>(scratch_floats(shape));
   if (scratch.buffer.size() < needed) scratch.buffer.resize(needed);
   for (int64_t unit = begin; unit < end; ++unit) {
-    const int64_t token = unit / args.kv_heads, kv_head = unit % args.kv_heads;
+    const int64_t pair = unit / plan.group_splits, split = unit % plan.group_splits;
+    const int64_t token = pair / args.kv_heads, kv_head = pair % args.kv_heads;
+    const int64_t head_begin = split * shape.group / plan.group_splits;
+    const int64_t head_end = (split + 1) * shape.group / plan.group_splits;
     check_attention_keys(args, token);
-    attention_unit(args, shape, token, kv_head, scratch.buffer.data());
+    attention_unit(args, shape, token, kv_head * shape.group + head_begin, head_end - head_begin,
+                   scratch.buffer.data());
   }
 }
 

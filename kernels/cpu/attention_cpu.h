@@ -1,7 +1,9 @@
 // Causal attention on the CPU (kernels/common/attention_math.h gives the
-// arithmetic). A work unit is one (token, kv head) pair: the query heads that
-// share a kv head decode each cached key and value row once. Units never
-// share an output, so any split over threads gives the same bits.
+// arithmetic). A work unit is one (token, kv head) pair, or a part of its
+// query heads when there are too few pairs for the threads: the query heads
+// of a unit decode each cached key and value row once. Every head's output is
+// computed the same way whatever unit it falls in, and units never share an
+// output, so any split gives the same bits.
 #pragma once
 
 #include <vector>
@@ -15,10 +17,17 @@ struct AttentionScratch {
   std::vector<float> buffer;
 };
 
-int64_t attention_work_units(const AttentionArgs& args);
+struct AttentionPlan {
+  int64_t group_splits = 1;  // parts each kv head's group of query heads is cut into
+  int64_t units = 0;         // tokens * kv_heads * group_splits
+};
 
-// Units [begin, end): unit u is token u / kv_heads, kv head u % kv_heads.
+AttentionPlan plan_attention(const AttentionArgs& args, int threads);
+
+// Units [begin, end): unit u is part u % group_splits of (token, kv head)
+// pair p = u / group_splits, token p / kv_heads, kv head p % kv_heads.
 // Throws invalid_argument for a token whose key range is out of bounds.
-void attention_units(const AttentionArgs& args, int64_t begin, int64_t end, AttentionScratch& scratch);
+void attention_units(const AttentionArgs& args, const AttentionPlan& plan, int64_t begin, int64_t end,
+                     AttentionScratch& scratch);
 
 }  // namespace fp8rl::cpu

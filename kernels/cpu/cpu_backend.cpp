@@ -57,10 +57,14 @@ class CpuBackend final : public Backend {
   void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec, uint8_t* codes,
                 float* scales) override {
     check_quantize_args(input, input_dtype, rows, cols, spec, codes, scales);
-    std::lock_guard<std::mutex> lock(mutex_);
-    pool_.parallel_for(cpu::quantize_work_units(spec.layout, rows), [&](int64_t begin, int64_t end) {
+    // Units are independent (one scale each), so where they run never changes a bit.
+    const int64_t units = cpu::quantize_work_units(spec.layout, rows);
+    const auto quantize_range = [&](int64_t begin, int64_t end) {
       cpu::quantize_units(input, input_dtype, rows, cols, spec, codes, scales, begin, end);
-    });
+    };
+    if (units < 2 || rows * cols < kParallelElements) return quantize_range(0, units);  // e.g. one decode token
+    std::lock_guard<std::mutex> lock(mutex_);
+    pool_.parallel_for(units, quantize_range);
   }
 
   void dequantize(const Fp8Matrix& matrix, float* output) override {
@@ -145,11 +149,11 @@ class CpuBackend final : public Backend {
   void attention(const AttentionArgs& args) override {
     if (!check_attention_args(args)) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    const int64_t units = cpu::attention_work_units(args);
+    const cpu::AttentionPlan plan = cpu::plan_attention(args, pool_.size());
     pool_.run([&](int part) {
-      const cpu::IndexRange range = cpu::static_partition(units, pool_.size(), part);
+      const cpu::IndexRange range = cpu::static_partition(plan.units, pool_.size(), part);
       if (range.begin < range.end)
-        cpu::attention_units(args, range.begin, range.end, attention_scratch_[static_cast<size_t>(part)]);
+        cpu::attention_units(args, plan, range.begin, range.end, attention_scratch_[static_cast<size_t>(part)]);
     });
   }
 
@@ -157,6 +161,8 @@ class CpuBackend final : public Backend {
               float* logprobs) override {
     if (!check_sampling_args("sample", logits, rows, vocab, params, tokens, logprobs)) return;
     std::lock_guard<std::mutex> lock(mutex_);
+    if (rows == 1)  // one sequence: waking the pool would only add its latency
+      return cpu::sample_rows(logits, vocab, params, tokens, logprobs, 0, 1, sampling_scratch_[0]);
     pool_.run([&](int part) {
       const cpu::IndexRange range = cpu::static_partition(rows, pool_.size(), part);
       if (range.begin < range.end)

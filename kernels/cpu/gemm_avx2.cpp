@@ -55,8 +55,9 @@ struct Avx2 {
   }
 
   // Same FP16 trick as the AVX-512 decoder (see gemm_avx512.cpp), with a
-  // vector blend for the NaN codes and two 8-wide conversions.
-  static void decode_fp8_16(const uint8_t* codes, float scale, float* out) {
+  // vector blend for the NaN codes and two 8-wide conversions:
+  // out [2] = the 16 values times 2^-8.
+  static void decode_fp8_16_quarter(const uint8_t* codes, V* out) {
     const __m256i bytes = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes)));
     const __m256i half = _mm256_and_si256(_mm256_srai_epi16(_mm256_slli_epi16(bytes, 8), 1),
                                           _mm256_set1_epi16(static_cast<short>(0xBFFF)));
@@ -64,11 +65,23 @@ struct Avx2 {
     const __m256i nan_half = _mm256_or_si256(_mm256_and_si256(half, _mm256_set1_epi16(static_cast<short>(0x8000))),
                                              _mm256_set1_epi16(0x7E00));
     const __m256i fixed = _mm256_blendv_epi8(half, nan_half, nan);
+    out[0] = _mm256_cvtph_ps(_mm256_castsi256_si128(fixed));
+    out[1] = _mm256_cvtph_ps(_mm256_extracti128_si256(fixed, 1));
+  }
+
+  static void decode_fp8_16(const uint8_t* codes, float scale, float* out) {
+    V quarter[2];
+    decode_fp8_16_quarter(codes, quarter);
     const __m256 offset = _mm256_set1_ps(256.0f), scales = _mm256_set1_ps(scale);
-    const __m256 lo = _mm256_cvtph_ps(_mm256_castsi256_si128(fixed));
-    const __m256 hi = _mm256_cvtph_ps(_mm256_extracti128_si256(fixed, 1));
-    _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_mul_ps(lo, offset), scales));
-    _mm256_storeu_ps(out + 8, _mm256_mul_ps(_mm256_mul_ps(hi, offset), scales));
+    _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_mul_ps(quarter[0], offset), scales));
+    _mm256_storeu_ps(out + 8, _mm256_mul_ps(_mm256_mul_ps(quarter[1], offset), scales));
+  }
+
+  static V broadcast(float x) { return _mm256_set1_ps(x); }
+  static void decode_fp8_16_times(const uint8_t* codes, V factor, V* out) {
+    decode_fp8_16_quarter(codes, out);
+    out[0] = _mm256_mul_ps(out[0], factor);
+    out[1] = _mm256_mul_ps(out[1], factor);
   }
 
   static void decode_bf16_16(const uint16_t* bits, float* out) {
@@ -77,6 +90,11 @@ struct Avx2 {
     const __m256i hi = _mm256_cvtepu16_epi32(_mm_loadu_si128(source + 1));
     _mm256_storeu_ps(out, _mm256_castsi256_ps(_mm256_slli_epi32(lo, 16)));
     _mm256_storeu_ps(out + 8, _mm256_castsi256_ps(_mm256_slli_epi32(hi, 16)));
+  }
+  static void decode_bf16_16_to(const uint16_t* bits, V* out) {
+    const __m128i* source = reinterpret_cast<const __m128i*>(bits);
+    out[0] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(source)), 16));
+    out[1] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(source + 1)), 16));
   }
 };
 

@@ -69,26 +69,40 @@ struct Avx512 {
 
   // E4M3 byte s.eeee.mmm -> FP16 bits s.0eeee.mmm0000000, which is the same
   // number times 2^-8 for normals and subnormals alike; F16C widens it exactly
-  // and * 256 undoes the offset. The byte, sign-extended and shifted left by
-  // 7, is s.s.eeee.mmm0000000: clearing bit 14 gives those FP16 bits. NaN
-  // codes (s.1111.111) become s.0111.1111.0000000 there; + 0x3E80 makes them
-  // the FP16 NaN s.11111.1000000000, which widens to sign | 0x7FC00000, what
-  // fp8_decode returns. The scale multiply is separate (not folded into 256)
-  // so the single rounding matches dequantize_value.
-  static void decode_fp8_16(const uint8_t* codes, float scale, float* out) {
+  // (whatever MXCSR.DAZ says: it does not apply to FP16 sources). The byte,
+  // sign-extended and shifted left by 7, is s.s.eeee.mmm0000000: clearing bit
+  // 14 gives those FP16 bits. NaN codes (s.1111.111) become
+  // s.0111.1111.0000000 there; + 0x3E80 makes them the FP16 NaN
+  // s.11111.1000000000, which widens to sign | 0x7FC00000, what fp8_decode
+  // returns.
+  static V decode_fp8_16_quarter(const uint8_t* codes) {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes));
     const __m256i half = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(bytes), 7),
                                           _mm256_set1_epi16(static_cast<short>(0xBFFF)));
     const __mmask16 nan =
         _mm_cmpeq_epi8_mask(_mm_or_si128(bytes, _mm_set1_epi8(static_cast<char>(0x80))), _mm_set1_epi8(-1));
-    const __m256i fixed = _mm256_mask_add_epi16(half, nan, half, _mm256_set1_epi16(0x3E80));
-    const __m512 value = _mm512_mul_ps(_mm512_cvtph_ps(fixed), _mm512_set1_ps(256.0f));
+    return _mm512_cvtph_ps(_mm256_mask_add_epi16(half, nan, half, _mm256_set1_epi16(0x3E80)));
+  }
+
+  // The scale multiply is separate (not folded into 256) so the single
+  // rounding matches dequantize_value for every scale.
+  static void decode_fp8_16(const uint8_t* codes, float scale, float* out) {
+    const __m512 value = _mm512_mul_ps(decode_fp8_16_quarter(codes), _mm512_set1_ps(256.0f));
     _mm512_storeu_ps(out, _mm512_mul_ps(value, _mm512_set1_ps(scale)));
+  }
+
+  static V broadcast(float x) { return _mm512_set1_ps(x); }
+  static void decode_fp8_16_times(const uint8_t* codes, V factor, V* out) {
+    out[0] = _mm512_mul_ps(decode_fp8_16_quarter(codes), factor);
   }
 
   static void decode_bf16_16(const uint16_t* bits, float* out) {
     const __m512i words = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits)));
     _mm512_storeu_ps(out, _mm512_castsi512_ps(_mm512_slli_epi32(words, 16)));
+  }
+  static void decode_bf16_16_to(const uint16_t* bits, V* out) {
+    const __m512i words = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits)));
+    out[0] = _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
   }
 };
 

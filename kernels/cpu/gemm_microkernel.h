@@ -27,6 +27,11 @@
 //   static void decode_fp8_16(const uint8_t* codes, float scale, float* out);
 //       // out[t] = dequantize_value(codes[t], scale, e4m3), bit for bit
 //   static void decode_bf16_16(const uint16_t* bits, float* out);
+//   static V broadcast(float);
+//   static void decode_fp8_16_times(const uint8_t* codes, V factor, V* out);
+//       // out [16 / kWidth] = (fp8_decode(codes[t], e4m3) / 256) * factor,
+//       // one rounding (the quotient is exact: it is the code's FP16 value)
+//   static void decode_bf16_16_to(const uint16_t* bits, V* out);  // into registers
 //
 // Only the kernel translation units (gemm_portable/avx2/avx512.cpp) include
 // this header, each with its Isa in an anonymous namespace, so every instantiation has internal linkage and no
@@ -35,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gemm_kernels.h"
 
@@ -44,6 +50,12 @@
 #define FP8RL_UNROLL _Pragma("GCC unroll 16")
 #else
 #define FP8RL_UNROLL
+#endif
+
+#if defined(__GNUC__)
+#define FP8RL_PREFETCH(address) __builtin_prefetch(address)
+#else
+#define FP8RL_PREFETCH(address) ((void)(address))
 #endif
 
 namespace fp8rl::cpu::gemm {
@@ -187,54 +199,6 @@ void decode_bf16_rows(const uint16_t* matrix, int64_t cols, int64_t row_begin, i
   }
 }
 
-// c [row_end - row_begin] = a [kp] . W [row_begin, row_end)^T for a single
-// row of A, decoding W chunk by chunk into registers: with one row a decoded
-// panel would be written and read back for a single FMA per element, which
-// costs more than the FMA. W has `cols` columns; decode(r, k, out) writes
-// W[r, k .. k + 16) for k + 16 <= cols and decode_last(r, k, out) the partial
-// chunk at k = cols rounded down (zeros past the end), exactly as the panel
-// decoders do. The lanes follow micro_kernel, so the bits are multiply_block's.
-template <class Isa, class Decode, class DecodeLast>
-void multiply_row_decoding(const float* a, int64_t row_begin, int64_t row_end, int64_t cols, int64_t kp, float* c,
-                           Decode decode, DecodeLast decode_last) {
-  using V = typename Isa::V;
-  constexpr int H = kVectorsPerLaneSet<Isa>;
-  // W rows per tile: 8 FMA chains hide the FMA latency behind the decodes;
-  // more only add register pressure (each row has its own code pointer).
-  constexpr int NR = Isa::cols_for_rows(1) < 8 ? Isa::cols_for_rows(1) : 8;
-  const int64_t full = cols / kGemmLanes * kGemmLanes;
-  for (int64_t j = row_begin; j < row_end; j += NR) {
-    // Rows past row_end repeat the last row; their results are dropped.
-    const auto row = [&](int t) { return j + t < row_end ? j + t : row_end - 1; };
-    // The partial last chunks are decoded first: the copies in there become
-    // library calls, which would evict the accumulators from registers.
-    alignas(64) float last[NR][kGemmLanes];  // [NR, 16]
-    if (full < kp) FP8RL_UNROLL for (int t = 0; t < NR; ++t) decode_last(row(t), full, last[t]);
-    V acc[NR][H];
-    FP8RL_UNROLL for (int t = 0; t < NR; ++t) FP8RL_UNROLL for (int h = 0; h < H; ++h) acc[t][h] = Isa::zero();
-    // chunk(t, scratch) returns W[row(t), k .. k + 16), decoded into scratch or not.
-    const auto step = [&](int64_t k, auto chunk) {
-      V av[H];
-      FP8RL_UNROLL for (int h = 0; h < H; ++h) av[h] = Isa::load_operand(a + k + h * Isa::kWidth);
-      FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
-        alignas(64) float scratch[kGemmLanes];  // [16], forwarded from the store
-        const float* w = chunk(t, scratch);
-        FP8RL_UNROLL for (int h = 0; h < H; ++h) acc[t][h] = Isa::fma(av[h], Isa::load(w + h * Isa::kWidth), acc[t][h]);
-      }
-    };
-    for (int64_t k = 0; k < full; k += kGemmLanes)
-      step(k, [&](int t, float* scratch) -> const float* {
-        decode(row(t), k, scratch);
-        return scratch;
-      });
-    if (full < kp) step(full, [&](int t, float*) -> const float* { return last[t]; });
-    float tile[NR];
-    Isa::template reduce<NR>(acc, tile);
-    const int64_t count = row_end - j < NR ? row_end - j : NR;
-    for (int64_t t = 0; t < count; ++t) c[j - row_begin + t] = tile[t];
-  }
-}
-
 // The partial chunk at the end of a row: codes [count] -> out [16], zero-padded.
 template <class Isa, class Code, class Decode>
 void decode_last_chunk(const Code* codes, int64_t count, float* out, Decode decode) {
@@ -242,28 +206,156 @@ void decode_last_chunk(const Code* codes, int64_t count, float* out, Decode deco
   for (int64_t t = count; t < kGemmLanes; ++t) out[t] = 0.0f;
 }
 
+// W rows per single-row tile: 8 FMA chains hide the FMA latency behind the
+// decodes; more only add register pressure (each row has its own pointer).
+template <class Isa>
+constexpr int kSingleRowTile = Isa::cols_for_rows(1) < 8 ? Isa::cols_for_rows(1) : 8;
+
+// c [row_end - row_begin] = a [kp] . W [row_begin, row_end)^T for a single
+// row of A, decoding W chunk by chunk into registers: with one row a decoded
+// panel would be written and read back for a single FMA per element, which
+// costs more than the FMA. W rows are `cols` Codes apart; rows past row_end
+// repeat the last row (their results are dropped). For each tile of NR rows,
+//   last(t, out)           writes the partial chunk at full = cols rounded
+//                          down to 16 (zeros past the end), as the panel
+//                          decoders do, when full < kp;
+//   blocks(rows, step)     calls step(k0, k1, chunk, integral_constant<C>)
+//                          for consecutive column ranges covering [0, full),
+//                          where chunk(t, k, w) sets w [C * H] to
+//                          W[rows[t], k .. k + 16 C) and 16 C divides k1 - k0.
+// The lanes follow micro_kernel, so the bits are multiply_block's. While a
+// tile streams, the rows of the next one are prefetched (a line per row
+// every 64 bytes), so that W arrives at memory bandwidth also for the short
+// rows of small matrices, where the hardware prefetchers barely ramp up.
+template <class Isa, class Code, class Last, class Blocks>
+void multiply_row_tiles(const float* a, const Code* w, int64_t row_begin, int64_t row_end, int64_t cols, int64_t kp,
+                        float* c, Last last, Blocks blocks) {
+  using V = typename Isa::V;
+  constexpr int H = kVectorsPerLaneSet<Isa>;
+  constexpr int NR = kSingleRowTile<Isa>;
+  constexpr int64_t kLineCodes = 64 / static_cast<int64_t>(sizeof(Code));
+  const int64_t full = cols / kGemmLanes * kGemmLanes;
+  for (int64_t j = row_begin; j < row_end; j += NR) {
+    int64_t rows[NR];
+    const Code* next[NR];  // the next tile's rows, for the prefetches
+    FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
+      rows[t] = j + t < row_end ? j + t : row_end - 1;
+      next[t] = w + (j + NR + t < row_end ? j + NR + t : row_end - 1) * cols;
+    }
+    // The partial last chunks are decoded first: the copies in there become
+    // library calls, which would evict the accumulators from registers.
+    alignas(64) float tail[NR][kGemmLanes];  // [NR, 16]
+    if (full < kp) FP8RL_UNROLL for (int t = 0; t < NR; ++t) last(rows[t], tail[t]);
+    V acc[NR][H];
+    FP8RL_UNROLL for (int t = 0; t < NR; ++t) FP8RL_UNROLL for (int h = 0; h < H; ++h) acc[t][h] = Isa::zero();
+    blocks(rows, [&](int64_t k0, int64_t k1, auto chunk, auto chunks_per_step) {
+      constexpr int C = decltype(chunks_per_step)::value;
+      for (int64_t k = k0; k < k1; k += C * kGemmLanes) {
+        if (k % kLineCodes == 0) FP8RL_UNROLL for (int t = 0; t < NR; ++t) FP8RL_PREFETCH(next[t] + k);
+        V av[C][H];
+        FP8RL_UNROLL for (int u = 0; u < C; ++u) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
+          av[u][h] = Isa::load_operand(a + k + u * kGemmLanes + h * Isa::kWidth);
+        }
+        FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
+          V wv[C * H];
+          chunk(t, k, wv);
+          FP8RL_UNROLL for (int u = 0; u < C; ++u) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
+            acc[t][h] = Isa::fma(av[u][h], wv[u * H + h], acc[t][h]);
+          }
+        }
+      }
+    });
+    if (full < kp) {
+      V av[H];
+      FP8RL_UNROLL for (int h = 0; h < H; ++h) av[h] = Isa::load_operand(a + full + h * Isa::kWidth);
+      FP8RL_UNROLL for (int t = 0; t < NR; ++t) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
+        acc[t][h] = Isa::fma(av[h], Isa::load(tail[t] + h * Isa::kWidth), acc[t][h]);
+      }
+    }
+    float tile[NR];
+    Isa::template reduce<NR>(acc, tile);
+    const int64_t count = row_end - j < NR ? row_end - j : NR;
+    for (int64_t t = 0; t < count; ++t) c[j - row_begin + t] = tile[t];
+  }
+}
+
+// Whether one multiply by scale * 256 gives the bits of dequantize_value for
+// every code, i.e. of (code's FP16 value * 256) * scale: scale * 256 is then
+// exact (no overflow; scale normal, so the product is not flushed under FTZ
+// either) and both round the same real number once. Zero qualifies (same
+// signed zero or NaN either way); NaN, subnormal and huge scales do not.
+template <class Isa>
+bool scale_folds(float scale) {
+  const float magnitude = scale < 0.0f ? -scale : scale;
+  return scale == 0.0f || (magnitude >= 0x1p-126f && magnitude <= 0x1p119f);
+}
+
 template <class Isa>
 void multiply_row_fp8(const float* a, const Fp8Matrix& w, int64_t row_begin, int64_t row_end, int64_t kp, float* c) {
-  const auto scale = [&w](int64_t r, int64_t k) { return fp8_row_scales<Isa>(w, r)[k / kQuantBlock]; };
-  multiply_row_decoding<Isa>(
-      a, row_begin, row_end, w.cols, kp, c,
-      [&](int64_t r, int64_t k, float* out) { Isa::decode_fp8_16(w.codes + r * w.cols + k, scale(r, k), out); },
-      [&](int64_t r, int64_t k, float* out) {
-        const float s = scale(r, k);
-        decode_last_chunk<Isa>(w.codes + r * w.cols + k, w.cols - k, out,
-                               [s](const uint8_t* chunk, float* o) { Isa::decode_fp8_16(chunk, s, o); });
-      });
+  using V = typename Isa::V;
+  constexpr int NR = kSingleRowTile<Isa>;
+  const int64_t cols = w.cols, full = cols / kGemmLanes * kGemmLanes;
+  const auto row_codes = [&w](int64_t r) { return w.codes + r * w.cols; };
+  const auto last = [&](int64_t r, float* out) {
+    const float s = fp8_row_scales<Isa>(w, r)[full / kQuantBlock];
+    decode_last_chunk<Isa>(row_codes(r) + full, cols - full, out,
+                           [s](const uint8_t* chunk, float* o) { Isa::decode_fp8_16(chunk, s, o); });
+  };
+  const auto blocks = [&](const int64_t(&rows)[NR], auto step) {
+    const uint8_t* codes[NR];
+    const float* scales[NR];
+    FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
+      codes[t] = row_codes(rows[t]);
+      scales[t] = fp8_row_scales<Isa>(w, rows[t]);
+    }
+    for (int64_t k0 = 0; k0 < full; k0 += kQuantBlock) {
+      const int64_t k1 = full - k0 < kQuantBlock ? full : k0 + kQuantBlock;
+      float scale[NR];
+      bool fold = true;
+      FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
+        scale[t] = scales[t][k0 / kQuantBlock];
+        fold = fold && scale_folds<Isa>(scale[t]);
+      }
+      constexpr std::integral_constant<int, 1> one_chunk;
+      if (fold) {
+        V factor[NR];
+        FP8RL_UNROLL for (int t = 0; t < NR; ++t) factor[t] = Isa::broadcast(scale[t] * 256.0f);
+        step(
+            k0, k1, [&](int t, int64_t at, V* out) { Isa::decode_fp8_16_times(codes[t] + at, factor[t], out); },
+            one_chunk);
+      } else {
+        step(
+            k0, k1,
+            [&](int t, int64_t k, V* out) {
+              alignas(64) float scratch[kGemmLanes];
+              Isa::decode_fp8_16(codes[t] + k, scale[t], scratch);
+              FP8RL_UNROLL for (int h = 0; h < kVectorsPerLaneSet<Isa>; ++h) out[h] =
+                  Isa::load(scratch + h * Isa::kWidth);
+            },
+            one_chunk);
+      }
+    }
+  };
+  multiply_row_tiles<Isa>(a, w.codes, row_begin, row_end, cols, kp, c, last, blocks);
 }
 
 template <class Isa>
 void multiply_row_bf16(const float* a, const uint16_t* w, int64_t k, int64_t row_begin, int64_t row_end, int64_t kp,
                        float* c) {
-  multiply_row_decoding<Isa>(
-      a, row_begin, row_end, k, kp, c,
-      [w, k](int64_t r, int64_t at, float* out) { Isa::decode_bf16_16(w + r * k + at, out); },
-      [w, k](int64_t r, int64_t at, float* out) {
-        decode_last_chunk<Isa>(w + r * k + at, k - at, out, &Isa::decode_bf16_16);
-      });
+  using V = typename Isa::V;
+  constexpr int NR = kSingleRowTile<Isa>;
+  const int64_t full = k / kGemmLanes * kGemmLanes;
+  const auto last = [&](int64_t r, float* out) {
+    decode_last_chunk<Isa>(w + r * k + full, k - full, out, &Isa::decode_bf16_16);
+  };
+  const auto blocks = [&](const int64_t(&rows)[NR], auto step) {
+    const uint16_t* bits[NR];
+    FP8RL_UNROLL for (int t = 0; t < NR; ++t) bits[t] = w + rows[t] * k;
+    step(
+        0, full, [&](int t, int64_t at, V* out) { Isa::decode_bf16_16_to(bits[t] + at, out); },
+        std::integral_constant<int, 1>{});
+  };
+  multiply_row_tiles<Isa>(a, w, row_begin, row_end, k, kp, c, last, blocks);
 }
 
 constexpr int64_t gcd(int64_t a, int64_t b) { return b == 0 ? a : gcd(b, a % b); }

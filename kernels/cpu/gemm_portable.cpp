@@ -41,6 +41,13 @@ struct Portable {
   static void decode_bf16_16(const uint16_t* bits, float* out) {
     for (int t = 0; t < kGemmLanes; ++t) out[t] = bf16_decode(bits[t]);
   }
+
+  static V broadcast(float x) { return x; }
+  // fp8_decode(code) * 2^-8 is exact (the smallest magnitude is 2^-9).
+  static void decode_fp8_16_times(const uint8_t* codes, V factor, V* out) {
+    for (int t = 0; t < kGemmLanes; ++t) out[t] = (fp8_decode(codes[t], Fp8Format::e4m3) * 0x1p-8f) * factor;
+  }
+  static void decode_bf16_16_to(const uint16_t* bits, V* out) { decode_bf16_16(bits, out); }
 };
 
 constexpr GemmKernels kPortableKernels = gemm::make_gemm_kernels<Portable>(SimdLevel::portable);

@@ -3,6 +3,7 @@
 // inside the single-row kernels that decode W themselves.
 #include <doctest/doctest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <random>
 #include <string>
@@ -108,6 +109,44 @@ TEST_CASE("single-row kernels that decode W themselves give the bits of a decode
             kernels, a, end - begin, kp,
             [&](float* panel) { kernels.decode_bf16_rows(bf16.data(), cols, begin, end, panel, kp); },
             [&](float* c) { kernels.multiply_row_bf16(a.data(), bf16.data(), cols, begin, end, kp, c); });
+      }
+    }
+  }
+}
+
+TEST_CASE("single-row FP8 kernels reproduce dequantize_value for every code and scale range") {
+  // The single-row kernels fold the FP16 offset 256 into the scale where that
+  // is exact: all 256 codes times scales on both sides of every boundary of
+  // that rule (subnormal, zero, 2^119, overflow, non-finite) and random ones.
+  // W row r holds code r in column 3 (+0 elsewhere) and A picks column 3, so
+  // c[r] is the dequantized code itself (a -0 becomes +0 in the lane sum;
+  // with an infinite scale the +0 codes make the whole row NaN).
+  std::vector<float> scale_values{1.0f,    0.37f,    0x1p-126f, 0x1.8p-126f, 3.0e-39f, 1.0e-45f, 0.0f,
+                                  -0.0f,   -0.5f,    0x1p119f,  0x1.8p119f,  0x1p120f, 1.0e30f,  FLT_MAX / 448,
+                                  FLT_MAX, INFINITY, -INFINITY, NAN,         2.5e-3f,  -7.0f,    0x1.fffffep-127f};
+  std::mt19937 rng(45);
+  std::uniform_real_distribution<float> exponent(-150.0f, 128.0f), mantissa(1.0f, 2.0f);
+  for (int i = 0; i < 200; ++i) scale_values.push_back(std::ldexp(mantissa(rng), static_cast<int>(exponent(rng))));
+  const int64_t rows = 256, cols = 16, kp = 16;
+  std::vector<uint8_t> codes(static_cast<size_t>(rows * cols), 0);
+  for (int64_t r = 0; r < rows; ++r) codes[static_cast<size_t>(r * cols + 3)] = static_cast<uint8_t>(r);
+  std::vector<float> a(static_cast<size_t>(kp), 0.0f), c(static_cast<size_t>(rows));
+  a[3] = 1.0f;
+  for (const SimdLevel level : supported_levels()) {
+    CAPTURE(std::string(simd_level_name(level)));
+    const cpu::GemmKernels& kernels = cpu::gemm_kernels(level);
+    for (const float scale : scale_values) {
+      CAPTURE(scale);
+      const std::vector<float> scales(static_cast<size_t>(rows), scale);
+      const Fp8Matrix w{codes.data(), scales.data(), rows, cols, BlockLayout::tile_1x128, Fp8Format::e4m3};
+      kernels.multiply_row_fp8(a.data(), w, 0, rows, kp, c.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        CAPTURE(r);
+        const float expected = dequantize_value(static_cast<uint8_t>(r), scale, Fp8Format::e4m3) + 0.0f;
+        if (std::isnan(expected) || !std::isfinite(scale))  // a non-finite scale times the +0 codes is NaN
+          REQUIRE(std::isnan(c[static_cast<size_t>(r)]));
+        else
+          REQUIRE(bits_of(c[static_cast<size_t>(r)]) == bits_of(expected));
       }
     }
   }
