@@ -2,6 +2,7 @@
 
 #include "../common/attention_math.h"
 #include "../transformer_checks.h"
+#include "fp8_decode_table.h"
 #include "simd_clones.h"
 
 namespace fp8rl::cpu {
@@ -32,8 +33,10 @@ inline void prefetch_cached_row(const void* cache, bool e4m3, int64_t offset, in
 // One cached K or V row (of one kv head) as the products see it.
 inline void decode_cached_row(const void* cache, bool e4m3, int64_t offset, int64_t n, float* out) {
   if (e4m3) {
+    // attention_cached_e4m3 is fp8_decode, which the table holds exactly.
     const uint8_t* codes = static_cast<const uint8_t*>(cache) + offset;
-    for (int64_t d = 0; d < n; ++d) out[d] = attention_cached_e4m3(codes[d]);
+    const float* table = e4m3_decode_table().values;
+    for (int64_t d = 0; d < n; ++d) out[d] = table[codes[d]];
   } else {
     const uint16_t* codes = static_cast<const uint16_t*>(cache) + offset;
     for (int64_t d = 0; d < n; ++d) out[d] = attention_cached_bf16(codes[d]);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "../common/bf16_codec.h"
+#include "fp8_decode_table.h"
 
 // The two loops that touch every element are compiled for several ISAs and
 // picked at load time (GCC/Clang function multiversioning). The shared codec
@@ -36,15 +37,6 @@ FP8RL_ISA_CLONES void encode_span(const float* values, int64_t count, float scal
   else
     encode_span_as<Fp8Format::e5m2>(values, count, scale, spec.saturate, codes);
 }
-
-// The 256 decoded codes of a format: one load per element instead of a
-// decode, equal to fp8_decode exactly.
-struct DecodeTable {
-  float values[256];
-  explicit DecodeTable(Fp8Format format) {
-    for (int code = 0; code < 256; ++code) values[code] = fp8_decode(static_cast<uint8_t>(code), format);
-  }
-};
 
 // One tile of codes back to floats (a contiguous run sharing one scale);
 // table[code] * scale is dequantize_value, bit for bit.
