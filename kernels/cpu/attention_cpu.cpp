@@ -2,7 +2,6 @@
 
 #include "../common/attention_math.h"
 #include "../transformer_checks.h"
-#include "fp8_decode_table.h"
 #include "simd_clones.h"
 
 namespace fp8rl::cpu {
@@ -30,16 +29,26 @@ inline void prefetch_cached_row(const void* cache, bool e4m3, int64_t offset, in
   for (int64_t line = 0; line < bytes; line += 64) __builtin_prefetch(begin + line);
 }
 
-// One cached K or V row (of one kv head) as the products see it.
-inline void decode_cached_row(const void* cache, bool e4m3, int64_t offset, int64_t n, float* out) {
+// Unit scales for decoding a cached row through the GEMM's vector decoders:
+// decode(code) * 1 is decode(code), so they give attention_cached_e4m3 /
+// attention_cached_bf16 exactly, at SIMD speed.
+constexpr int64_t kMaxScaleBlocks = 64;  // head_dim <= 64 * 128
+constexpr float kUnitScales[kMaxScaleBlocks] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+// One cached K or V row (of one kv head) as the products see it: out [n].
+inline void decode_cached_row(const GemmKernels& kernels, const void* cache, bool e4m3, int64_t offset, int64_t n,
+                              float* out) {
   if (e4m3) {
-    // attention_cached_e4m3 is fp8_decode, which the table holds exactly.
-    const uint8_t* codes = static_cast<const uint8_t*>(cache) + offset;
-    const float* table = e4m3_decode_table().values;
-    for (int64_t d = 0; d < n; ++d) out[d] = table[codes[d]];
+    Fp8Matrix row;
+    row.codes = static_cast<const uint8_t*>(cache) + offset;
+    row.scales = kUnitScales;
+    row.rows = 1;
+    row.cols = n;
+    kernels.decode_fp8_rows(row, 0, 1, out, n);
   } else {
-    const uint16_t* codes = static_cast<const uint16_t*>(cache) + offset;
-    for (int64_t d = 0; d < n; ++d) out[d] = attention_cached_bf16(codes[d]);
+    kernels.decode_bf16_rows(static_cast<const uint16_t*>(cache) + offset, n, 0, 1, out, n);
   }
 }
 
@@ -58,25 +67,27 @@ FP8RL_ISA_CLONES float softmax_weights(float* probs, int64_t keys, bool fp8_math
 }
 
 // probs[h, j] = score of query head h against key j, for the unit's heads.
-FP8RL_ISA_CLONES void score_keys(const void* k_cache, bool e4m3, int64_t first_offset, int64_t keys, const float* q_hat,
-                                 const UnitShape& s, int64_t heads, float score_scale, float* row, float* probs) {
+FP8RL_ISA_CLONES void score_keys(const GemmKernels& kernels, const void* k_cache, bool e4m3, int64_t first_offset,
+                                 int64_t keys, const float* q_hat, const UnitShape& s, int64_t heads, float score_scale,
+                                 float* row, float* probs) {
   for (int64_t j = 0; j < keys; ++j) {
     if (j + kPrefetchKeys < keys)
       prefetch_cached_row(k_cache, e4m3, first_offset + (j + kPrefetchKeys) * s.kv_stride, s.head_dim);
-    decode_cached_row(k_cache, e4m3, first_offset + j * s.kv_stride, s.head_dim, row);
+    decode_cached_row(kernels, k_cache, e4m3, first_offset + j * s.kv_stride, s.head_dim, row);
     for (int64_t h = 0; h < heads; ++h)
       probs[h * s.max_keys + j] = attention_score(q_hat + h * s.head_dim, row, s.head_dim, score_scale);
   }
 }
 
 // acc[h, :] = sum over keys j, in key order, of p^[h, j] * v^[j, :].
-FP8RL_ISA_CLONES void accumulate_values(const void* v_cache, bool e4m3, int64_t first_offset, int64_t keys,
-                                        const float* probs, const UnitShape& s, int64_t heads, float* row, float* acc) {
+FP8RL_ISA_CLONES void accumulate_values(const GemmKernels& kernels, const void* v_cache, bool e4m3,
+                                        int64_t first_offset, int64_t keys, const float* probs, const UnitShape& s,
+                                        int64_t heads, float* row, float* acc) {
   for (int64_t i = 0; i < heads * s.head_dim; ++i) acc[i] = 0.0f;
   for (int64_t j = 0; j < keys; ++j) {
     if (j + kPrefetchKeys < keys)
       prefetch_cached_row(v_cache, e4m3, first_offset + (j + kPrefetchKeys) * s.kv_stride, s.head_dim);
-    decode_cached_row(v_cache, e4m3, first_offset + j * s.kv_stride, s.head_dim, row);
+    decode_cached_row(kernels, v_cache, e4m3, first_offset + j * s.kv_stride, s.head_dim, row);
     for (int64_t h = 0; h < heads; ++h) {
       const float p = probs[h * s.max_keys + j];
       float* a = acc + h * s.head_dim;
@@ -87,8 +98,8 @@ FP8RL_ISA_CLONES void accumulate_values(const void* v_cache, bool e4m3, int64_t 
 
 // Query heads [first_head, first_head + heads) of one token, all reading kv
 // head first_head / group.
-void attention_unit(const AttentionArgs& args, const UnitShape& s, int64_t token, int64_t first_head, int64_t heads,
-                    float* scratch) {
+void attention_unit(const GemmKernels& kernels, const AttentionArgs& args, const UnitShape& s, int64_t token,
+                    int64_t first_head, int64_t heads, float* scratch) {
   const bool e4m3 = args.kv_format == KvFormat::e4m3, fp8_math = args.math == AttentionMath::fp8;
   const AttentionScales scales =
       attention_scales(e4m3, fp8_math, args.q_scale, args.k_scale, args.v_scale, args.softmax_scale);
@@ -103,11 +114,11 @@ void attention_unit(const AttentionArgs& args, const UnitShape& s, int64_t token
 
   const int64_t keys = args.key_count[token];
   const int64_t first_offset = args.key_begin[token] * s.kv_stride + kv_head * s.head_dim;
-  score_keys(args.k_cache, e4m3, first_offset, keys, q_hat, s, heads, scales.score, row, probs);
+  score_keys(kernels, args.k_cache, e4m3, first_offset, keys, q_hat, s, heads, scales.score, row, probs);
   float prob_sums[1024];  // group <= 1024 (checked by the caller)
   for (int64_t h = 0; h < heads; ++h) prob_sums[h] = softmax_weights(probs + h * s.max_keys, keys, fp8_math);
 
-  accumulate_values(args.v_cache, e4m3, first_offset, keys, probs, s, heads, row, acc);
+  accumulate_values(kernels, args.v_cache, e4m3, first_offset, keys, probs, s, heads, row, acc);
   float* out = args.out + (token * args.heads + first_head) * s.head_dim;
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t d = 0; d < s.head_dim; ++d)
@@ -128,10 +139,11 @@ AttentionPlan plan_attention(const AttentionArgs& args, int threads) {
   return plan;
 }
 
-void attention_units(const AttentionArgs& args, const AttentionPlan& plan, int64_t begin, int64_t end,
-                     AttentionScratch& scratch) {
+void attention_units(const GemmKernels& kernels, const AttentionArgs& args, const AttentionPlan& plan, int64_t begin,
+                     int64_t end, AttentionScratch& scratch) {
   const UnitShape shape{args.heads / args.kv_heads, args.head_dim, args.kv_heads * args.head_dim, args.max_key_count};
   require(shape.group <= 1024, "attention: more than 1024 query heads per kv head");
+  require(args.head_dim <= kMaxScaleBlocks * kQuantBlock, "attention: head_dim above 8192");
   const size_t needed = static_cast<size_t>(scratch_floats(shape));
   if (scratch.buffer.size() < needed) scratch.buffer.resize(needed);
   for (int64_t unit = begin; unit < end; ++unit) {
@@ -140,7 +152,7 @@ void attention_units(const AttentionArgs& args, const AttentionPlan& plan, int64
     const int64_t head_begin = split * shape.group / plan.group_splits;
     const int64_t head_end = (split + 1) * shape.group / plan.group_splits;
     check_attention_keys(args, token);
-    attention_unit(args, shape, token, kv_head * shape.group + head_begin, head_end - head_begin,
+    attention_unit(kernels, args, shape, token, kv_head * shape.group + head_begin, head_end - head_begin,
                    scratch.buffer.data());
   }
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../backend.h"
+#include "gemm_kernels.h"
 
 namespace fp8rl::cpu {
 
@@ -27,7 +28,8 @@ AttentionPlan plan_attention(const AttentionArgs& args, int threads);
 // Units [begin, end): unit u is part u % group_splits of (token, kv head)
 // pair p = u / group_splits, token p / kv_heads, kv head p % kv_heads.
 // Throws invalid_argument for a token whose key range is out of bounds.
-void attention_units(const AttentionArgs& args, const AttentionPlan& plan, int64_t begin, int64_t end,
-                     AttentionScratch& scratch);
+// Cached rows are decoded with kernels' vector decoders.
+void attention_units(const GemmKernels& kernels, const AttentionArgs& args, const AttentionPlan& plan, int64_t begin,
+                     int64_t end, AttentionScratch& scratch);
 
 }  // namespace fp8rl::cpu

@@ -153,7 +153,8 @@ class CpuBackend final : public Backend {
     pool_.run([&](int part) {
       const cpu::IndexRange range = cpu::static_partition(plan.units, pool_.size(), part);
       if (range.begin < range.end)
-        cpu::attention_units(args, plan, range.begin, range.end, attention_scratch_[static_cast<size_t>(part)]);
+        cpu::attention_units(kernels_, args, plan, range.begin, range.end,
+                             attention_scratch_[static_cast<size_t>(part)]);
     });
   }
 
