@@ -15,8 +15,11 @@ struct UnitShape {
 };
 
 // The floats of scratch one unit uses, laid out as
-//   q_hat [group, head_dim], probs [group, max_keys], acc [group, head_dim], row [head_dim].
-int64_t scratch_floats(const UnitShape& s) { return s.group * (2 * s.head_dim + s.max_keys) + s.head_dim; }
+//   q_hat [group, head_dim], probs [group, max_keys], acc [group, head_dim], row [head_dim],
+//   then max_keys bytes of E4M3 codes of p (FP8 math).
+int64_t scratch_floats(const UnitShape& s) {
+  return s.group * (2 * s.head_dim + s.max_keys) + s.head_dim + (s.max_keys + 3) / 4;
+}
 
 // Cached rows are strided (all kv heads of a position lie between two rows of
 // one head) and come from memory after each pass streams the weights, so the
@@ -37,32 +40,46 @@ constexpr float kUnitScales[kMaxScaleBlocks] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                                 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                                                 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
+// out [n] = fp8_decode(codes [n]), n <= kMaxScaleBlocks * 128.
+inline void decode_e4m3(const GemmKernels& kernels, const uint8_t* codes, int64_t n, float* out) {
+  Fp8Matrix row;
+  row.codes = codes;
+  row.scales = kUnitScales;
+  row.rows = 1;
+  row.cols = n;
+  kernels.decode_fp8_rows(row, 0, 1, out, n);
+}
+
 // One cached K or V row (of one kv head) as the products see it: out [n].
 inline void decode_cached_row(const GemmKernels& kernels, const void* cache, bool e4m3, int64_t offset, int64_t n,
                               float* out) {
   if (e4m3) {
-    Fp8Matrix row;
-    row.codes = static_cast<const uint8_t*>(cache) + offset;
-    row.scales = kUnitScales;
-    row.rows = 1;
-    row.cols = n;
-    kernels.decode_fp8_rows(row, 0, 1, out, n);
+    decode_e4m3(kernels, static_cast<const uint8_t*>(cache) + offset, n, out);
   } else {
     kernels.decode_bf16_rows(static_cast<const uint16_t*>(cache) + offset, n, 0, 1, out, n);
   }
 }
 
-// probs [keys] holds the scores on entry and p^ on exit; returns l.
-FP8RL_ISA_CLONES float softmax_weights(float* probs, int64_t keys, bool fp8_math) {
+// probs [keys] holds the scores on entry and p^ on exit; returns l. FP8 math
+// splits attention_prob_value into its encode (vectorized here) and its
+// decode (the SIMD decoder): the same bits, without a scalar decode per key.
+FP8RL_ISA_CLONES float softmax_weights(const GemmKernels& kernels, float* probs, int64_t keys, bool fp8_math,
+                                       uint8_t* codes) {
   float m = probs[0];
   for (int64_t j = 1; j < keys; ++j) m = probs[j] > m ? probs[j] : m;
   for (int64_t j = 0; j < keys; ++j) probs[j] = exp_f32(sub_rn(probs[j], m));
   float l = 0.0f;
   for (int64_t j = 0; j < keys; ++j) l = add_rn(l, probs[j]);  // sequential: the order is the contract
-  if (fp8_math)
-    for (int64_t j = 0; j < keys; ++j) probs[j] = attention_prob_value(probs[j], true);
-  else
+  if (!fp8_math) {
     for (int64_t j = 0; j < keys; ++j) probs[j] = attention_prob_value(probs[j], false);
+    return l;
+  }
+  for (int64_t j = 0; j < keys; ++j)
+    codes[j] = fp8_encode(mul_rn(probs[j], kAttentionProbScale), Fp8Format::e4m3, /*saturate=*/true);
+  for (int64_t j = 0; j < keys; j += kMaxScaleBlocks * kQuantBlock) {
+    const int64_t n = keys - j < kMaxScaleBlocks * kQuantBlock ? keys - j : kMaxScaleBlocks * kQuantBlock;
+    decode_e4m3(kernels, codes + j, n, probs + j);
+  }
   return l;
 }
 
@@ -116,7 +133,9 @@ void attention_unit(const GemmKernels& kernels, const AttentionArgs& args, const
   const int64_t first_offset = args.key_begin[token] * s.kv_stride + kv_head * s.head_dim;
   score_keys(kernels, args.k_cache, e4m3, first_offset, keys, q_hat, s, heads, scales.score, row, probs);
   float prob_sums[1024];  // group <= 1024 (checked by the caller)
-  for (int64_t h = 0; h < heads; ++h) prob_sums[h] = softmax_weights(probs + h * s.max_keys, keys, fp8_math);
+  uint8_t* prob_codes = reinterpret_cast<uint8_t*>(row + s.head_dim);
+  for (int64_t h = 0; h < heads; ++h)
+    prob_sums[h] = softmax_weights(kernels, probs + h * s.max_keys, keys, fp8_math, prob_codes);
 
   accumulate_values(kernels, args.v_cache, e4m3, first_offset, keys, probs, s, heads, row, acc);
   float* out = args.out + (token * args.heads + first_head) * s.head_dim;
