@@ -5,6 +5,7 @@
 
 #include "api_guard.h"
 #include "core/model/model_params.h"
+#include "core/policy/fp8_export.h"
 #include "enum_mapping.h"
 #include "handles.h"
 #include "model_config_convert.h"
@@ -116,6 +117,15 @@ FP8RL_API fp8rl_status fp8rl_policy_save(fp8rl_policy* policy, const char* folde
     const fp8rl::io::DType weight_dtype = weight_dtype_from(dtype, "dtype");
     const std::lock_guard<std::mutex> lock(mutex_of(policy));
     fp8rl::model::save_hf_model(folder, impl.params(), weight_dtype);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_export_fp8(fp8rl_policy* policy, const char* folder) {
+  return guarded(__func__, [&] {
+    auto& impl = policy_of(policy);
+    fp8rl::require(folder != nullptr, "folder is NULL");
+    const std::lock_guard<std::mutex> lock(mutex_of(policy));
+    fp8rl::policy::export_fp8_checkpoint(impl, folder);
   });
 }
 

@@ -1,22 +1,15 @@
 // save_hf_model: config.json and the weights as Hugging Face's
 // save_pretrained lays them out, so transformers and this library read the
 // folder back alike.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "core/io/json.h"
 #include "core/io/safetensors.h"
 #include "core/model/half_codec.h"
+#include "core/model/hf_folder_writer.h"
 #include "core/model/model_params.h"
 #include "core/model/model_params_detail.h"
 #include "kernels/common/bf16_codec.h"
@@ -24,8 +17,6 @@
 
 namespace fp8rl::model {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct Entry {
   std::string name;
@@ -72,108 +63,6 @@ std::vector<uint8_t> encode(const std::vector<float>& data, io::DType dtype) {
   return bytes;
 }
 
-// Greedy in for_each_tensor order, as transformers' shard_checkpoint: a new
-// shard starts when the next tensor would push the current one past the
-// limit. A tensor larger than the limit gets a shard of its own.
-std::vector<std::vector<const Entry*>> split_shards(const std::vector<Entry>& entries, int64_t max_shard_bytes) {
-  std::vector<std::vector<const Entry*>> shards(1);
-  uint64_t current = 0;
-  for (const Entry& entry : entries) {
-    if (!shards.back().empty() && current + entry.bytes > static_cast<uint64_t>(max_shard_bytes)) {
-      shards.emplace_back();
-      current = 0;
-    }
-    shards.back().push_back(&entry);
-    current += entry.bytes;
-  }
-  return shards;
-}
-
-std::string shard_file_name(size_t index, size_t count) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "model-%05zu-of-%05zu.safetensors", index + 1, count);
-  return buffer;
-}
-
-void write_shard(const std::string& path, const std::vector<const Entry*>& entries, io::DType dtype) {
-  std::vector<std::vector<uint8_t>> buffers;  // one shard's tensors encoded at a time
-  buffers.reserve(entries.size());
-  std::vector<io::SafetensorsTensorData> tensors;
-  for (const Entry* entry : entries) {
-    buffers.push_back(encode(entry->tensor->data, dtype));
-    tensors.push_back({entry->name, dtype, entry->shape, buffers.back().data(), buffers.back().size()});
-  }
-  io::write_safetensors(path, std::move(tensors), {{"format", "pt"}});
-}
-
-[[noreturn]] void fail_errno(const std::string& path, const char* step, int error_number) {
-  fail(Status::io_error, path + ": " + step + ": " + std::strerror(error_number));
-}
-
-// Temporary file, fsync, rename: a reader sees the old index or the new one.
-void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) fail_errno(temp, "open", errno);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t written = ::write(fd, text.data() + done, text.size() - done);
-    if (written < 0 && errno == EINTR) continue;
-    if (written < 0) {
-      const int error_number = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      fail_errno(temp, "write", error_number);
-    }
-    done += static_cast<size_t>(written);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int error_number = errno;
-    ::unlink(temp.c_str());
-    fail_errno(temp, "fsync", error_number);
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int error_number = errno;
-    ::unlink(temp.c_str());
-    fail_errno(path, "rename", error_number);
-  }
-}
-
-void write_index(const fs::path& folder, const std::vector<std::vector<const Entry*>>& shards, uint64_t total) {
-  std::map<std::string, std::string> weight_map;  // sorted by tensor name, as transformers writes it
-  for (size_t s = 0; s < shards.size(); ++s) {
-    for (const Entry* entry : shards[s]) weight_map[entry->name] = shard_file_name(s, shards.size());
-  }
-  std::vector<io::Json::Member> members;
-  for (const auto& [name, file] : weight_map) members.emplace_back(name, io::Json::string(file));
-  const io::Json index = io::Json::object({
-      {"metadata", io::Json::object({{"total_size", io::Json::integer(static_cast<int64_t>(total))}})},
-      {"weight_map", io::Json::object(std::move(members))},
-  });
-  write_text_atomically((folder / detail::kIndexFile).string(), io::write_json(index));
-}
-
-// Files of an earlier save that a loader would otherwise pick up: the index
-// or the single file of the other layout, and shards not in `keep`.
-void remove_stale_files(const fs::path& folder, bool sharded, const std::set<std::string>& keep) {
-  std::vector<fs::path> stale;
-  if (sharded) {
-    stale.push_back(folder / detail::kSingleFile);
-  } else {
-    stale.push_back(folder / detail::kIndexFile);
-  }
-  std::error_code error;
-  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (detail::is_shard_file_name(name) && keep.count(name) == 0) stale.push_back(it->path());
-  }
-  if (error) fail(Status::io_error, folder.string() + ": cannot list the folder: " + error.message());
-  for (const fs::path& path : stale) {
-    fs::remove(path, error);
-    if (error) fail(Status::io_error, path.string() + ": cannot remove a stale file: " + error.message());
-  }
-}
-
 }  // namespace
 
 void save_hf_model(const std::string& folder_name, const ModelParams& params, io::DType dtype,
@@ -185,32 +74,13 @@ void save_hf_model(const std::string& folder_name, const ModelParams& params, io
   const std::vector<Entry> entries = list_tensors(params, dtype);
   if (dtype == io::DType::f16) check_fits_f16(entries);
 
-  const fs::path folder(folder_name);
-  std::error_code error;
-  fs::create_directories(folder, error);
-  if (error) fail(Status::io_error, folder_name + ": cannot create the folder: " + error.message());
-
-  uint64_t total = 0;
-  for (const Entry& entry : entries) total += entry.bytes;
-  const bool sharded = total > static_cast<uint64_t>(max_shard_bytes);
-  std::set<std::string> written;
-  if (!sharded) {
-    std::vector<const Entry*> all;
-    for (const Entry& entry : entries) all.push_back(&entry);
-    write_shard((folder / detail::kSingleFile).string(), all, dtype);
-  } else {
-    const std::vector<std::vector<const Entry*>> shards = split_shards(entries, max_shard_bytes);
-    for (size_t s = 0; s < shards.size(); ++s) {
-      const std::string name = shard_file_name(s, shards.size());
-      write_shard((folder / name).string(), shards[s], dtype);
-      written.insert(name);
-    }
-    write_index(folder, shards, total);
+  std::vector<detail::TensorToWrite> tensors;
+  for (const Entry& entry : entries) {
+    const HostTensor* tensor = entry.tensor;
+    tensors.push_back(
+        {entry.name, dtype, entry.shape, entry.bytes, [tensor, dtype] { return encode(tensor->data, dtype); }});
   }
-  remove_stale_files(folder, sharded, written);
-  // Last, so that a save interrupted in a fresh folder leaves no loadable
-  // half model behind.
-  save_model_config((folder / detail::kConfigFile).string(), params.config);
+  detail::write_hf_folder(folder_name, tensors, max_shard_bytes, model_config_to_json(params.config));
 }
 
 }  // namespace fp8rl::model

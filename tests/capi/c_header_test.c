@@ -77,6 +77,7 @@ static int policy_round_trip(fp8rl_context* context) {
   if (fp8rl_context_destroy(context) != FP8RL_ERROR_INVALID_ARGUMENT) return 31; /* a policy is alive */
   if (fp8rl_rollout_destroy(rollout) != FP8RL_OK) return 32;
   if (fp8rl_policy_save(policy, NULL, FP8RL_DTYPE_F32) != FP8RL_ERROR_INVALID_ARGUMENT) return 33;
+  if (fp8rl_policy_export_fp8(policy, NULL) != FP8RL_ERROR_INVALID_ARGUMENT) return 36;
   if (fp8rl_policy_load(context, NULL, &policy) != FP8RL_ERROR_INVALID_ARGUMENT) return 34;
   if (fp8rl_policy_destroy(policy) != FP8RL_OK) return 35;
   return 0;

@@ -161,6 +161,24 @@ TEST_CASE("saving: NULL, a bad dtype and an unwritable folder are reported") {
   std::filesystem::remove(file);
 }
 
+TEST_CASE("FP8 export: written next to a saved policy; NULL and an unwritable folder are reported") {
+  CpuContext cpu;
+  Policy policy(cpu.get(), llama_config());
+  const std::string folder = temp_path("fp8_export");
+  REQUIRE(fp8rl_policy_export_fp8(policy.get(), folder.c_str()) == FP8RL_OK);
+  CHECK(std::filesystem::exists(folder + "/config.json"));
+  CHECK(std::filesystem::exists(folder + "/model.safetensors"));
+  std::filesystem::remove_all(folder);
+  check_error(fp8rl_policy_export_fp8(nullptr, "x"), FP8RL_ERROR_INVALID_ARGUMENT, "policy is NULL");
+  check_error(fp8rl_policy_export_fp8(policy.get(), nullptr), FP8RL_ERROR_INVALID_ARGUMENT, "folder");
+  const std::string file = temp_path("b_file");
+  { std::ofstream(file) << "not a folder"; }
+  const std::string below_file = file + "/model";
+  CHECK(fp8rl_policy_export_fp8(policy.get(), below_file.c_str()) == FP8RL_ERROR_IO);
+  CHECK(std::string(fp8rl_last_error_message()).find("b_file") != std::string::npos);
+  std::filesystem::remove(file);
+}
+
 TEST_CASE("recipes: NULL, struct_size, enum values, negative layers and FP8 attention over BF16 KV") {
   CpuContext cpu;
   Policy policy(cpu.get(), llama_config());

@@ -645,6 +645,28 @@ FP8RL_API fp8rl_status fp8rl_policy_load(fp8rl_context* context, const char* fol
 FP8RL_API fp8rl_status fp8rl_policy_save(fp8rl_policy* policy, const char* folder, fp8rl_dtype dtype);
 
 /**
+ * @brief Writes the policy as an FP8 block-quantized Hugging Face checkpoint for serving engines.
+ *
+ * Every q/k/v/o/gate/up/down projection is stored as an `F8_E4M3` `weight`
+ * plus an `F32` `weight_scale_inv` of shape [ceil(out/128), ceil(in/128)]
+ * holding the dequantization multipliers of its 128x128 blocks (weight ~=
+ * code * scale), quantized from the FP32 master weights with the recipe's
+ * scale format, exactly as the FP8 recipe's compute copies are. Embeddings,
+ * norms, biases and the head are stored as BF16. `config.json` gains
+ * `"quantization_config": {"quant_method": "fp8", "fmt": "e4m3",
+ * "activation_scheme": "dynamic", "weight_block_size": [128, 128]}`, the
+ * layout vLLM and SGLang load. Files are written as by fp8rl_policy_save().
+ * fp8rl_policy_load() does not read this format back.
+ * @param policy A valid policy.
+ * @param folder NUL-terminated path of the folder; read only during the call.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * @retval FP8RL_ERROR_IO if a file cannot be written.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_export_fp8(fp8rl_policy* policy, const char* folder);
+
+/**
  * @brief Destroys a policy and frees its weights.
  *
  * Rollouts made by the policy stay valid.
