@@ -30,7 +30,8 @@ ModelRunner::ModelRunner(Backend& backend, const model::ModelConfig& config)
     : backend_(backend), config_(config), rope_(config) {}
 
 void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
-                      KvCache& cache, const PassLimits& limits, const LogitsSink& sink) {
+                      KvCache& cache, const PassLimits& limits, const LogitsSink& sink,
+                      const ActivationObserver& observer) {
   require(limits.max_tokens > 0 && limits.max_logit_rows > 0, "forward pass limits must be positive");
   // Split into passes of at most max_tokens tokens and max_logit_rows wanted logits.
   Range range{0, 0, 0};
@@ -44,7 +45,7 @@ void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales,
       ++range.end;
     }
     range.logits_before = wanted;
-    pass(model, scales, batch, range, cache, sink);
+    pass(model, scales, batch, range, cache, sink, observer);
     wanted += rows;
     range.begin = range.end;
   }
@@ -106,7 +107,7 @@ void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
 }
 
 void ModelRunner::pass(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
-                       const Range& range, KvCache& cache, const LogitsSink& sink) {
+                       const Range& range, KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer) {
   const int64_t tokens = static_cast<int64_t>(range.end - range.begin);
   int64_t rows = 0;
   int32_t max_position = 0;
@@ -119,7 +120,9 @@ void ModelRunner::pass(const CompiledModel& model, const AttentionScales& scales
   rope_.ensure(backend_, int64_t{max_position} + 1);
 
   backend_.embedding(model.embedding(), config_.vocab_size, config_.hidden_size, ids_.data(), tokens, residual_.data());
-  for (size_t layer = 0; layer < model.layers().size(); ++layer) layer_forward(model, layer, scales, tokens, cache);
+  for (size_t layer = 0; layer < model.layers().size(); ++layer) {
+    layer_forward(model, layer, scales, tokens, cache, observer);
+  }
   if (rows == 0) return;
   head(model, rows, logits_.data());
   sink(range.logits_before, rows, logits_.data());
@@ -147,7 +150,7 @@ void ModelRunner::linear(const LinearWeights& weights, ScaleFormat scale_format,
 }
 
 void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t tokens,
-                                KvCache& cache) {
+                                KvCache& cache, const ActivationObserver& observer) {
   const CompiledLayer& layer = model.layers()[index];
   const ScaleFormat format = model.scale_format();
   const int64_t hidden = config_.hidden_size, head_dim = config_.head_dim;
@@ -165,6 +168,7 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
   }
   backend_.rope(q_.data(), positions_.data(), tokens, heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
   backend_.rope(k_.data(), positions_.data(), tokens, kv_heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
+  if (observer) observer(index, tokens, q_.data(), k_.data(), v_.data());
 
   KvStoreArgs store;
   store.cache_rows = cache_rows_.data();

@@ -37,6 +37,12 @@ struct TokenBatch {
 // is backend memory [count, vocab], valid during the call.
 using LogitsSink = std::function<void(int64_t first, int64_t count, const float* logits)>;
 
+// Sees, in every pass, each layer's post-RoPE queries [tokens, q_dim] and
+// keys [tokens, kv_dim] and its values [tokens, kv_dim] (backend memory,
+// valid during the call): what recalibration measures.
+using ActivationObserver =
+    std::function<void(size_t layer, int64_t tokens, const float* q, const float* k, const float* v)>;
+
 struct PassLimits {
   int64_t max_tokens = 2048;     // tokens per forward pass
   int64_t max_logit_rows = 256;  // [rows, vocab] FP32 logits held at once
@@ -52,7 +58,7 @@ class ModelRunner {
   // (earlier passes fill the rows later ones read). Positions and ids must
   // be valid (callers check them).
   void run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, KvCache& cache,
-           const PassLimits& limits, const LogitsSink& sink);
+           const PassLimits& limits, const LogitsSink& sink, const ActivationObserver& observer = {});
 
  private:
   struct Range {
@@ -60,11 +66,11 @@ class ModelRunner {
     int64_t logits_before;  // wanted tokens before begin
   };
   void pass(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, const Range& range,
-            KvCache& cache, const LogitsSink& sink);
+            KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer);
   void upload_pass_indices(const TokenBatch& batch, const Range& range);
   void ensure_workspace(int64_t tokens, int64_t logit_rows);
   void layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t tokens,
-                     KvCache& cache);
+                     KvCache& cache, const ActivationObserver& observer);
   void linear(const LinearWeights& weights, ScaleFormat scale_format, const float* x, int64_t rows, float* y);
   void head(const CompiledModel& model, int64_t rows, float* logits);
 

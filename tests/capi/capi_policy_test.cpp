@@ -576,3 +576,57 @@ TEST_CASE("a context with live policies refuses to be destroyed") {
   CHECK(fp8rl_policy_destroy(nullptr) == FP8RL_OK);
   CHECK(fp8rl_rollout_destroy(nullptr) == FP8RL_OK);
 }
+
+TEST_CASE("recalibration from a pass over sequences sets positive scales that generation then uses") {
+  CpuContext cpu;
+  Policy policy(cpu.get(), qwen3_config());
+  fp8rl_recipe recipe = default_recipe();
+  recipe.linear = FP8RL_PRECISION_FP8;
+  recipe.kv_cache = FP8RL_PRECISION_FP8;
+  recipe.attention = FP8RL_PRECISION_FP8;
+  policy.set_recipe(recipe);
+  const Prompts prompts = mixed_prompts();
+  const fp8rl_sampling_options options = sampling(1.0f, 8);
+  const auto before = generate(policy.get(), prompts, options);
+
+  fp8rl_calibration_options calibration;
+  REQUIRE(fp8rl_calibration_options_init(&calibration) == FP8RL_OK);
+  CHECK(calibration.percentile == 99.9);
+  CHECK(calibration.margin == 1.05);
+  CHECK(calibration.max_value == 448.0);
+  REQUIRE(fp8rl_policy_recalibrate_attention_scales(policy.get(), prompts.tokens.data(), prompts.offsets.data(),
+                                                    static_cast<int64_t>(prompts.offsets.size()) - 1,
+                                                    &calibration) == FP8RL_OK);
+  std::vector<float> q(3), k(3), v(3);
+  REQUIRE(fp8rl_policy_get_attention_scales(policy.get(), q.data(), k.data(), v.data(), 3) == FP8RL_OK);
+  for (size_t layer = 0; layer < 3; ++layer) {
+    CHECK(q[layer] > 0.0f);
+    CHECK(k[layer] != 1.0f);
+    CHECK(v[layer] != 1.0f);
+  }
+  const auto after = generate(policy.get(), prompts, options);
+  check_plausible(after, 8);
+  check_scores_match(policy.get(), prompts, after, options);
+  bool changed = false;
+  for (size_t i = 0; i < before.size(); ++i) changed |= before[i].logprobs != after[i].logprobs;
+  CHECK(changed);
+
+  // Bad options and sequences leave the scales alone.
+  calibration.percentile = 0.0;
+  check_error(fp8rl_policy_recalibrate_attention_scales(policy.get(), prompts.tokens.data(), prompts.offsets.data(), 1,
+                                                        &calibration),
+              FP8RL_ERROR_INVALID_ARGUMENT, "percentile");
+  REQUIRE(fp8rl_calibration_options_init(&calibration) == FP8RL_OK);
+  check_error(fp8rl_policy_recalibrate_attention_scales(policy.get(), nullptr, prompts.offsets.data(), 1, &calibration),
+              FP8RL_ERROR_INVALID_ARGUMENT, "NULL");
+  check_error(fp8rl_policy_recalibrate_attention_scales(policy.get(), prompts.tokens.data(), prompts.offsets.data(), 0,
+                                                        &calibration),
+              FP8RL_ERROR_INVALID_ARGUMENT, "sequences");
+  check_error(fp8rl_policy_recalibrate_attention_scales(policy.get(), prompts.tokens.data(), prompts.offsets.data(), 1,
+                                                        nullptr),
+              FP8RL_ERROR_INVALID_ARGUMENT, "options is NULL");
+  check_error(fp8rl_calibration_options_init(nullptr), FP8RL_ERROR_INVALID_ARGUMENT, "options is NULL");
+  std::vector<float> q2(3), k2(3), v2(3);
+  REQUIRE(fp8rl_policy_get_attention_scales(policy.get(), q2.data(), k2.data(), v2.data(), 3) == FP8RL_OK);
+  CHECK(k2 == k);
+}

@@ -762,6 +762,51 @@ FP8RL_API fp8rl_status fp8rl_policy_set_attention_scales(fp8rl_policy* policy, c
 FP8RL_API fp8rl_status fp8rl_policy_get_attention_scales(const fp8rl_policy* policy, float* q, float* k, float* v,
                                                          int64_t num_layers);
 
+/**
+ * Options of fp8rl_policy_recalibrate_attention_scales(). Fill with
+ * fp8rl_calibration_options_init().
+ */
+typedef struct fp8rl_calibration_options {
+  uint32_t struct_size; /**< sizeof(fp8rl_calibration_options), set by the init function. */
+  double percentile;    /**< Of the per-token maxima, in (0, 100]; default 99.9 (outliers above it saturate). */
+  double margin;        /**< Headroom factor >= 1 on that percentile; default 1.05. */
+  double max_value;     /**< The FP8 magnitude it maps to; default 448 (the E4M3 maximum). */
+} fp8rl_calibration_options;
+
+/**
+ * @brief Fills @p options with defaults: percentile 99.9, margin 1.05, max value 448.
+ * @param[out] options The struct to fill; struct_size is set.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_calibration_options_init(fp8rl_calibration_options* options);
+
+/**
+ * @brief Sets the per-layer Q, K and V scales from a full-sequence pass over the given sequences.
+ *
+ * Runs the policy over the sequences as training does (with its current
+ * recipe and scales) and, for each layer and each of Q, K (both after RoPE)
+ * and V, takes every token's largest magnitude, the options' percentile of
+ * those over all tokens, and sets scale = percentile * margin / max_value
+ * (1 where the magnitude is 0). The FP8 KV cache stores value / scale, so the
+ * percentile lands at max_value / margin. Generation and scoring use the new
+ * scales from the next call on.
+ * @param policy A valid policy.
+ * @param tokens Caller-owned token ids, offsets[num_sequences] of them, each in [0, vocab_size).
+ * @param offsets Caller-owned, num_sequences + 1 offsets: 0 first, increasing.
+ * @param num_sequences Number of sequences (> 0).
+ * @param options Calibration options; read only during the call.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed sequences or bad options;
+ *         the scales are unchanged then.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH if options->struct_size is not one this library knows.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_recalibrate_attention_scales(fp8rl_policy* policy, const int32_t* tokens,
+                                                                 const int64_t* offsets, int64_t num_sequences,
+                                                                 const fp8rl_calibration_options* options);
+
 /** @} */
 
 /** @defgroup rollouts Rollouts: generation and scoring
