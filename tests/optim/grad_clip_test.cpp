@@ -92,6 +92,7 @@ TEST_CASE("grad clip: AdamW with grad_scale equals AdamW on gradients scaled in 
   opt_a.step(a.slots(), 1e-3, c.scale);
   opt_b.step(b.slots(), 1e-3);
   for (size_t k = 0; k < sizes.size(); ++k) {
+    if (sizes[k] == 0) continue;  // an empty slot has no storage (memcmp must not see its null pointer)
     CHECK(std::memcmp(a.p[k].data(), b.p[k].data(), sizes[k] * sizeof(float)) == 0);
     CHECK(std::memcmp(opt_a.exp_avg_sq(k).data, opt_b.exp_avg_sq(k).data, sizes[k] * sizeof(float)) == 0);
   }
