@@ -15,6 +15,7 @@
 #include "common/block_scale.h"
 #include "common/quant_layout.h"
 #include "error.h"
+#include "transformer_backward_ops.h"
 #include "transformer_ops.h"
 
 namespace fp8rl {
@@ -104,6 +105,42 @@ class Backend {
   // reports for the same row and token.
   virtual void token_logprobs(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
                               const int32_t* targets, float* logprobs) = 0;
+
+  // Backward transformer operations (transformer_backward_ops.h). Each
+  // recomputes what it needs of the forward with the forward's arithmetic;
+  // accumulating outputs (+=) are reduced in a fixed order, whatever the
+  // thread count. As for the forward, callers validate ids and positions
+  // (the CPU backend checks ids and key ranges anyway).
+
+  // RMSNorm backward, FP32 (kernels/common/norm_backward_math.h).
+  // x, dy, dx [rows, dim] (dx may alias x or dy); weight [dim];
+  // dweight [dim] += sum over rows r (ascending) of x[r, i] * inv_r * dy[r, i].
+  virtual void rms_norm_backward(const float* x, const float* weight, const float* dy, int64_t rows, int64_t dim,
+                                 float eps, float* dx, float* dweight) = 0;
+  // The inverse rotation of rope(), in place: g [tokens, heads, head_dim]
+  // holds dLoss/d(rotated) on entry and dLoss/d(unrotated) on exit. Same tables.
+  virtual void rope_backward(float* g, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
+                             const float* cos, const float* sin, int64_t table_positions) = 0;
+  // dgate = dout * up * silu'(gate), dup = dout * silu(gate), elementwise over
+  // count values (kernels/common/activation_backward_math.h). Outputs may alias inputs.
+  virtual void swiglu_backward(const float* gate, const float* up, const float* dout, int64_t count, float* dgate,
+                               float* dup) = 0;
+  // dtable[ids[i], :] += dy[i, :] for i = 0, 1, ... in order. dy [count, hidden];
+  // dtable [vocab, hidden] FP32. Ids outside [0, vocab) are refused (invalid_argument).
+  virtual void embedding_backward(const float* dy, const int32_t* ids, int64_t count, int64_t vocab, int64_t hidden,
+                                  float* dtable) = 0;
+  // Attention backward, BF16 or FP8 math, straight-through on the quantizers
+  // (transformer_backward_ops.h, kernels/common/attention_backward_math.h):
+  // writes dq, accumulates dk and dv.
+  virtual void attention_backward(const AttentionBackwardArgs& args) = 0;
+  // For each row r: dlogits[r, :] = coef[r] * (onehot(targets[r]) - softmax(logits[r, :] / T)) / T,
+  // and entropy[r] = the entropy of that softmax, computed in double
+  // (kernels/common/log_softmax_backward_math.h). T = params[r].temperature
+  // must be > 0; top_k and top_p are ignored (full softmax). logits, dlogits
+  // [rows, vocab] (may alias); targets, coef, entropy [rows]. NaN / +Inf
+  // logits are refused with Status::non_finite, as by token_logprobs().
+  virtual void log_softmax_backward(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
+                                    const int32_t* targets, const float* coef, float* dlogits, float* entropy) = 0;
 };
 
 }  // namespace fp8rl

@@ -11,9 +11,12 @@
 #include <vector>
 
 #include "../backend_checks.h"
+#include "../transformer_backward_checks.h"
 #include "../transformer_checks.h"
 #include "aligned_memory.h"
+#include "attention_backward_cpu.h"
 #include "attention_cpu.h"
+#include "backward_cpu.h"
 #include "gemm_cpu.h"
 #include "quantize_cpu.h"
 #include "sampling_cpu.h"
@@ -33,7 +36,8 @@ class CpuBackend final : public Backend {
       : pool_(num_threads),
         kernels_(cpu::gemm_kernels(simd)),
         attention_scratch_(static_cast<size_t>(pool_.size())),
-        sampling_scratch_(static_cast<size_t>(pool_.size())) {}
+        sampling_scratch_(static_cast<size_t>(pool_.size())),
+        attention_backward_scratch_(static_cast<size_t>(pool_.size())) {}
 
   BackendKind kind() const override { return BackendKind::cpu; }
 
@@ -184,6 +188,70 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void rms_norm_backward(const float* x, const float* weight, const float* dy, int64_t rows, int64_t dim, float eps,
+                         float* dx, float* dweight) override {
+    if (!check_rms_norm_backward_args(x, weight, dy, rows, dim, eps, dx, dweight)) return;
+    std::vector<float> inv(static_cast<size_t>(rows));
+    float* inv_data = inv.data();
+    rows_in_parallel(rows, dim,
+                     [&](int64_t begin, int64_t end) { cpu::rms_inverse_rows(x, dim, eps, inv_data, begin, end); });
+    // dweight before dx, which may overwrite x or dy. Split by column: each
+    // column sums its rows in ascending order on one thread.
+    rows_in_parallel(dim, rows, [&](int64_t begin, int64_t end) {
+      cpu::rms_norm_weight_columns(x, dy, inv_data, rows, dim, dweight, begin, end);
+    });
+    rows_in_parallel(rows, dim, [&](int64_t begin, int64_t end) {
+      cpu::rms_norm_backward_rows(x, weight, dy, inv_data, dim, dx, begin, end);
+    });
+  }
+
+  void rope_backward(float* g, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
+                     const float* cos, const float* sin, int64_t table_positions) override {
+    if (!check_rope_backward_args(g, positions, tokens, heads, head_dim, cos, sin, table_positions)) return;
+    rows_in_parallel(tokens, heads * head_dim, [&](int64_t begin, int64_t end) {
+      cpu::rope_backward_tokens(g, positions, heads, head_dim, cos, sin, begin, end);
+    });
+  }
+
+  void swiglu_backward(const float* gate, const float* up, const float* dout, int64_t count, float* dgate,
+                       float* dup) override {
+    if (!check_elementwise_args("swiglu_backward", count, {gate, up, dout, dgate, dup})) return;
+    rows_in_parallel(count, 1, [&](int64_t begin, int64_t end) {
+      cpu::swiglu_backward_span(gate, up, dout, dgate, dup, begin, end);
+    });
+  }
+
+  void embedding_backward(const float* dy, const int32_t* ids, int64_t count, int64_t vocab, int64_t hidden,
+                          float* dtable) override {
+    if (!check_embedding_backward_args(dy, ids, count, vocab, hidden, dtable)) return;
+    cpu::check_embedding_ids(ids, count, vocab);
+    // Split by column: each element sums its tokens in order on one thread.
+    rows_in_parallel(hidden, count, [&](int64_t begin, int64_t end) {
+      cpu::embedding_backward_columns(dy, ids, count, hidden, dtable, begin, end);
+    });
+  }
+
+  void attention_backward(const AttentionBackwardArgs& args) override {
+    if (!check_attention_backward_args(args)) return;
+    cpu::check_attention_backward_key_ranges(args);  // before anything is accumulated
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t kv_heads = args.forward.kv_heads;
+    pool_.run([&](int part) {
+      const cpu::IndexRange range = cpu::static_partition(kv_heads, pool_.size(), part);
+      if (range.begin < range.end)
+        cpu::attention_backward_kv_heads(args, range.begin, range.end,
+                                         attention_backward_scratch_[static_cast<size_t>(part)]);
+    });
+  }
+
+  void log_softmax_backward(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
+                            const int32_t* targets, const float* coef, float* dlogits, float* entropy) override {
+    if (!check_log_softmax_backward_args(logits, rows, vocab, params, targets, coef, dlogits, entropy)) return;
+    rows_in_parallel(rows, vocab, [&](int64_t begin, int64_t end) {
+      cpu::log_softmax_backward_rows(logits, vocab, params, targets, coef, dlogits, entropy, begin, end);
+    });
+  }
+
  private:
   // fn(begin, end) over [0, rows), on the pool when rows * row_elements is
   // large enough to pay for it, else inline (no lock needed: no shared scratch).
@@ -204,8 +272,9 @@ class CpuBackend final : public Backend {
   const cpu::GemmKernels& kernels_;
   std::mutex mutex_;
   cpu::GemmWorkspace workspace_;
-  std::vector<cpu::AttentionScratch> attention_scratch_;  // [pool_.size()], slot p used by part p
-  std::vector<cpu::SamplingScratch> sampling_scratch_;    // [pool_.size()]
+  std::vector<cpu::AttentionScratch> attention_scratch_;        // [pool_.size()], slot p used by part p
+  std::vector<cpu::SamplingScratch> sampling_scratch_;          // [pool_.size()]
+  std::vector<std::vector<float>> attention_backward_scratch_;  // [pool_.size()]
 };
 
 int default_thread_count() {

@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "../backend_checks.h"
+#include "../transformer_backward_checks.h"
 #include "../transformer_checks.h"
 #include "cuda_backend_impl.h"
 #include "quantize_kernels.h"
@@ -193,6 +194,41 @@ void CudaBackend::token_logprobs(const float* logits, int64_t rows, int64_t voca
                                  const int32_t* targets, float* logprobs) {
   if (!check_sampling_args("token_logprobs", logits, rows, vocab, params, targets, logprobs)) return;
   not_implemented("token_logprobs");
+}
+
+void CudaBackend::rms_norm_backward(const float* x, const float* weight, const float* dy, int64_t rows, int64_t dim,
+                                    float eps, float* dx, float* dweight) {
+  if (!check_rms_norm_backward_args(x, weight, dy, rows, dim, eps, dx, dweight)) return;
+  not_implemented("rms_norm_backward");
+}
+
+void CudaBackend::rope_backward(float* g, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
+                                const float* cos, const float* sin, int64_t table_positions) {
+  if (!check_rope_backward_args(g, positions, tokens, heads, head_dim, cos, sin, table_positions)) return;
+  not_implemented("rope_backward");
+}
+
+void CudaBackend::swiglu_backward(const float* gate, const float* up, const float* dout, int64_t count, float* dgate,
+                                  float* dup) {
+  if (!check_elementwise_args("swiglu_backward", count, {gate, up, dout, dgate, dup})) return;
+  not_implemented("swiglu_backward");
+}
+
+void CudaBackend::embedding_backward(const float* dy, const int32_t* ids, int64_t count, int64_t vocab, int64_t hidden,
+                                     float* dtable) {
+  if (!check_embedding_backward_args(dy, ids, count, vocab, hidden, dtable)) return;
+  not_implemented("embedding_backward");
+}
+
+void CudaBackend::attention_backward(const AttentionBackwardArgs& args) {
+  if (!check_attention_backward_args(args)) return;
+  not_implemented("attention_backward");
+}
+
+void CudaBackend::log_softmax_backward(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
+                                       const int32_t* targets, const float* coef, float* dlogits, float* entropy) {
+  if (!check_log_softmax_backward_args(logits, rows, vocab, params, targets, coef, dlogits, entropy)) return;
+  not_implemented("log_softmax_backward");
 }
 
 }  // namespace cuda

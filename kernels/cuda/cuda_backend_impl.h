@@ -66,6 +66,20 @@ class CudaBackend final : public Backend {
   void token_logprobs(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
                       const int32_t* targets, float* logprobs) override;
 
+  // Backward transformer operations: not implemented on CUDA yet; each throws
+  // Error(unsupported) after the shared argument checks.
+  void rms_norm_backward(const float* x, const float* weight, const float* dy, int64_t rows, int64_t dim, float eps,
+                         float* dx, float* dweight) override;
+  void rope_backward(float* g, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
+                     const float* cos, const float* sin, int64_t table_positions) override;
+  void swiglu_backward(const float* gate, const float* up, const float* dout, int64_t count, float* dgate,
+                       float* dup) override;
+  void embedding_backward(const float* dy, const int32_t* ids, int64_t count, int64_t vocab, int64_t hidden,
+                          float* dtable) override;
+  void attention_backward(const AttentionBackwardArgs& args) override;
+  void log_softmax_backward(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
+                            const int32_t* targets, const float* coef, float* dlogits, float* entropy) override;
+
   cudaStream_t stream() const noexcept { return stream_.get(); }
   // The cuBLASLt algorithm of the last GEMM, e.g. "id=66 tile=20 stages=8 splitk=1 cluster=2".
   std::string last_gemm_algorithm() const { return lt_->last_algorithm(); }

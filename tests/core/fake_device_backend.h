@@ -113,6 +113,37 @@ class FakeDeviceBackend final : public Backend {
     cpu_->token_logprobs(logits, rows, vocab, params, targets, logprobs);
   }
 
+  void rms_norm_backward(const float* x, const float* weight, const float* dy, int64_t rows, int64_t dim, float eps,
+                         float* dx, float* dweight) override {
+    require_device({x, weight, dy, dx, dweight});
+    cpu_->rms_norm_backward(x, weight, dy, rows, dim, eps, dx, dweight);
+  }
+  void rope_backward(float* g, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
+                     const float* cos, const float* sin, int64_t table_positions) override {
+    require_device({g, positions, cos, sin});
+    cpu_->rope_backward(g, positions, tokens, heads, head_dim, cos, sin, table_positions);
+  }
+  void swiglu_backward(const float* gate, const float* up, const float* dout, int64_t count, float* dgate,
+                       float* dup) override {
+    require_device({gate, up, dout, dgate, dup});
+    cpu_->swiglu_backward(gate, up, dout, count, dgate, dup);
+  }
+  void embedding_backward(const float* dy, const int32_t* ids, int64_t count, int64_t vocab, int64_t hidden,
+                          float* dtable) override {
+    require_device({dy, ids, dtable});
+    cpu_->embedding_backward(dy, ids, count, vocab, hidden, dtable);
+  }
+  void attention_backward(const AttentionBackwardArgs& args) override {
+    const AttentionArgs& f = args.forward;
+    require_device({f.q, f.k_cache, f.v_cache, f.key_begin, f.key_count, args.dout, args.dq, args.dk, args.dv});
+    cpu_->attention_backward(args);
+  }
+  void log_softmax_backward(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
+                            const int32_t* targets, const float* coef, float* dlogits, float* entropy) override {
+    require_device({logits, params, targets, coef, dlogits, entropy});
+    cpu_->log_softmax_backward(logits, rows, vocab, params, targets, coef, dlogits, entropy);
+  }
+
   size_t live_allocations() const { return live_.size(); }
   bool fail_gemm = false;
   int64_t weight_quantizations = 0;  // quantize() calls in 128x128 blocks (the weights' layout)

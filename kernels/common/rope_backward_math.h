@@ -1,0 +1,23 @@
+// The backward of RoPE (rope_math.h): the rotation is orthogonal, so the
+// gradient is the inverse rotation (the transpose) by the same angle:
+//   g[i]        = g[i] * cos[i] + g[i + half] * sin[i]
+//   g[i + half] = g[i + half] * cos[i] - g[i] * sin[i]
+// each product and sum one IEEE rounding (no FMA).
+#pragma once
+
+#include <cstdint>
+
+#include "float_rn.h"
+
+namespace fp8rl {
+
+// g [2 * half] of one head, in place; cos, sin [half]: the table row of the token's position.
+FP8RL_HD void rope_unrotate_head(float* g, const float* cos, const float* sin, int64_t half) {
+  for (int64_t i = 0; i < half; ++i) {
+    const float a = g[i], b = g[i + half], c = cos[i], s = sin[i];
+    g[i] = add_rn(mul_rn(a, c), mul_rn(b, s));
+    g[i + half] = sub_rn(mul_rn(b, c), mul_rn(a, s));
+  }
+}
+
+}  // namespace fp8rl
