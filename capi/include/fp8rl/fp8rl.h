@@ -982,6 +982,80 @@ FP8RL_API fp8rl_status fp8rl_rollout_destroy(fp8rl_rollout* rollout);
 
 /** @} */
 
+/** @defgroup mismatch Generation-vs-training mismatch
+ *  How far the generator's log-probs are from the training policy's
+ *  recomputation of the same tokens (fp8rl_policy_score() with the training
+ *  recipe), and the token-level importance-sampling weights
+ *  w = exp(logp_train - logp_gen) that correct for it.
+ *  @{ */
+
+/** How importance weights are formed from w = exp(logp_train - logp_gen). */
+typedef enum fp8rl_importance_mode {
+  FP8RL_IMPORTANCE_OFF = 0,             /**< w = 1. */
+  FP8RL_IMPORTANCE_PLAIN = 1,           /**< w as it is. */
+  FP8RL_IMPORTANCE_TRUNCATED = 2,       /**< w clamped to [low, high]. */
+  FP8RL_IMPORTANCE_TOKEN_MASKED = 3,    /**< w where low <= w <= high, else 0. */
+  FP8RL_IMPORTANCE_SEQUENCE_MASKED = 4, /**< A whole sequence gets 0 when the geometric mean of its w is outside
+                                             [low, high]; otherwise plain w. */
+  FP8RL_IMPORTANCE_FORCE_32BIT = 0x7FFFFFFF
+} fp8rl_importance_mode;
+
+/** Importance-weight options. Fill with fp8rl_importance_options_init(). */
+typedef struct fp8rl_importance_options {
+  uint32_t struct_size;       /**< sizeof(fp8rl_importance_options), set by the init function. */
+  fp8rl_importance_mode mode; /**< Default ::FP8RL_IMPORTANCE_TRUNCATED. */
+  double low;                 /**< Lower bound, >= 0; default 0. */
+  double high;                /**< Upper bound (the truncation cap), > 0 and >= low; default 2. */
+} fp8rl_importance_options;
+
+/** Mismatch metrics over a batch of completion tokens. */
+typedef struct fp8rl_mismatch_metrics {
+  uint32_t struct_size;          /**< Set by the caller to sizeof(fp8rl_mismatch_metrics). */
+  int64_t tokens;                /**< Tokens measured. */
+  int64_t non_finite_tokens;     /**< Tokens with a non-finite logp_gen, left out of the means below. */
+  double token_mult_prob_error;  /**< Mean exp(|logp_train - logp_gen|); 1 when identical. */
+  double gen_kl_error;           /**< Mean k3 estimate of KL(gen || train): exp(x) - x - 1, x = logp_train - logp_gen. */
+  double gen_kl_k1;              /**< Mean logp_gen - logp_train (the k1 estimate of the same KL). */
+  double policy_kl_error;        /**< Mean k3 estimate of KL(train || gen). */
+  double is_weight_mean;         /**< Mean importance weight under the options. */
+  double is_truncated_fraction;  /**< Fraction of tokens whose weight was truncated. */
+  double is_masked_fraction;     /**< Fraction of tokens whose weight was masked to 0. */
+  int64_t is_masked_sequences;   /**< Sequences masked as a whole. */
+} fp8rl_mismatch_metrics;
+
+/**
+ * @brief Fills @p options with defaults: truncated importance sampling, [0, 2].
+ * @param[out] options The struct to fill; struct_size is set.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* options);
+
+/**
+ * @brief Computes the mismatch metrics of a batch of completions.
+ *
+ * Sequence i's tokens are [offsets[i], offsets[i + 1]) of both arrays, as
+ * fp8rl_rollout_copy() and fp8rl_policy_score() lay them out.
+ * @param logp_train Caller-owned log-probs recomputed by the training policy; must be finite.
+ * @param logp_gen Caller-owned log-probs the generator recorded.
+ * @param offsets Caller-owned, num_sequences + 1 offsets: 0 first, non-decreasing.
+ * @param num_sequences Number of sequences (> 0).
+ * @param options Importance-weight options; read only during the call.
+ * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed offsets or bad options.
+ * @retval FP8RL_ERROR_NON_FINITE for a NaN or infinite logp_train (the message names the token).
+ * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
+ * Thread-safe (no state).
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, const float* logp_gen,
+                                                      const int64_t* offsets, int64_t num_sequences,
+                                                      const fp8rl_importance_options* options,
+                                                      fp8rl_mismatch_metrics* out_metrics);
+
+/** @} */
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -1,0 +1,73 @@
+#include <string>
+
+#include "api_guard.h"
+#include "core/train/mismatch_metrics.h"
+#include "struct_output.h"
+
+using namespace fp8rl::capi;
+
+namespace {
+
+fp8rl_importance_options default_importance_options() {
+  fp8rl_importance_options options{};
+  options.struct_size = sizeof(options);
+  options.mode = FP8RL_IMPORTANCE_TRUNCATED;
+  options.low = 0.0;
+  options.high = 2.0;
+  return options;
+}
+
+fp8rl::train::ImportanceOptions importance_from(const fp8rl_importance_options* given) {
+  const fp8rl_importance_options o = read_options(given, default_importance_options(), "options");
+  const auto mode = static_cast<uint32_t>(o.mode);
+  fp8rl::require(mode <= FP8RL_IMPORTANCE_SEQUENCE_MASKED,
+                 "options->mode " + std::to_string(mode) + " is not an fp8rl_importance_mode");
+  fp8rl::train::ImportanceOptions importance;
+  importance.mode = static_cast<fp8rl::train::ImportanceMode>(mode);
+  importance.low = o.low;
+  importance.high = o.high;
+  return importance;
+}
+
+}  // namespace
+
+extern "C" {
+
+FP8RL_API fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* options) {
+  return guarded(__func__, [&] {
+    fp8rl::require(options != nullptr, "options is NULL");
+    *options = default_importance_options();
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, const float* logp_gen,
+                                                      const int64_t* offsets, int64_t num_sequences,
+                                                      const fp8rl_importance_options* options,
+                                                      fp8rl_mismatch_metrics* out_metrics) {
+  return guarded(__func__, [&] {
+    fp8rl::require(logp_train != nullptr, "logp_train is NULL");
+    fp8rl::require(logp_gen != nullptr, "logp_gen is NULL");
+    fp8rl::require(out_metrics != nullptr, "out_metrics is NULL");
+    const fp8rl::train::ImportanceOptions importance = importance_from(options);
+    fp8rl::train::TokenBatch batch;
+    batch.offsets = offsets;
+    batch.count = num_sequences;
+    batch.logp_old = logp_train;
+    batch.logp_gen = logp_gen;
+    const fp8rl::train::MismatchMetrics m = fp8rl::train::mismatch_metrics(batch, importance);
+    fp8rl_mismatch_metrics result{};
+    result.tokens = m.tokens;
+    result.non_finite_tokens = m.non_finite_tokens;
+    result.token_mult_prob_error = m.token_mult_prob_error;
+    result.gen_kl_error = m.gen_kl_error;
+    result.gen_kl_k1 = m.gen_kl_k1;
+    result.policy_kl_error = m.policy_kl_error;
+    result.is_weight_mean = m.is_weight_mean;
+    result.is_truncated_fraction = m.is_truncated_fraction;
+    result.is_masked_fraction = m.is_masked_fraction;
+    result.is_masked_sequences = m.is_masked_sequences;
+    write_struct(out_metrics, result, "out_metrics");
+  });
+}
+
+}  // extern "C"
