@@ -91,6 +91,9 @@ class Backend {
   virtual void add_bias(float* x, const float* bias, int64_t rows, int64_t cols) = 0;
   // out = BF16(x) with round-to-nearest-even, count values.
   virtual void to_bf16(const float* x, int64_t count, uint16_t* out) = 0;
+  // out[c, r] = BF16(x[r, c]): x [rows, cols] -> out [cols, rows] (the
+  // operands of a BF16 wgrad, whose reduction runs over the tokens).
+  virtual void transpose_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* out) = 0;
   // out[i, :] = x[rows[i], :]. x [*, cols], rows [count], out [count, cols].
   virtual void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) = 0;
   virtual void kv_store(const KvStoreArgs& args) = 0;

@@ -18,6 +18,14 @@ DeviceArray<uint16_t> upload_bf16(Backend& backend, const model::HostTensor& ten
   return array;
 }
 
+int64_t linear_bytes(const LinearWeights& linear) {
+  const int64_t elements = linear.out_features * linear.in_features;
+  const int64_t weights = linear.fp8 ? elements + static_cast<int64_t>(linear.scales.size() * 4) : elements * 2;
+  return weights + static_cast<int64_t>(linear.bias.size() * 4);
+}
+
+}  // namespace
+
 LinearWeights compile_linear(Backend& backend, const model::HostTensor& weight, const model::HostTensor& bias, bool fp8,
                              ScaleFormat scale_format) {
   LinearWeights linear;
@@ -40,14 +48,6 @@ LinearWeights compile_linear(Backend& backend, const model::HostTensor& weight, 
                    linear.scales.data());
   return linear;
 }
-
-int64_t linear_bytes(const LinearWeights& linear) {
-  const int64_t elements = linear.out_features * linear.in_features;
-  const int64_t weights = linear.fp8 ? elements + static_cast<int64_t>(linear.scales.size() * 4) : elements * 2;
-  return weights + static_cast<int64_t>(linear.bias.size() * 4);
-}
-
-}  // namespace
 
 Fp8Matrix LinearWeights::fp8_matrix() const {
   Fp8Matrix matrix;

@@ -26,6 +26,11 @@ struct LinearWeights {
   Fp8Matrix fp8_matrix() const;
 };
 
+// A linear layer's compute copy from its FP32 master weight [out, in] and
+// bias [out] (empty: none): BF16, or E4M3 in 128x128 blocks with scale_format.
+LinearWeights compile_linear(Backend& backend, const model::HostTensor& weight, const model::HostTensor& bias, bool fp8,
+                             ScaleFormat scale_format);
+
 struct CompiledLayer {
   LayerPrecision precision;
   DeviceArray<float> input_norm;           // [hidden]

@@ -133,6 +133,16 @@ class CpuBackend final : public Backend {
     rows_in_parallel(rows, cols, [&](int64_t begin, int64_t end) { cpu::add_bias_rows(x, bias, cols, begin, end); });
   }
 
+  void transpose_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* out) override {
+    if (!check_rows("transpose_to_bf16", rows, "rows", cols, "cols") ||
+        !check_elementwise_args("transpose_to_bf16", rows, {x, out}))
+      return;
+    // Parallel over output rows (input columns): each writes a contiguous run.
+    rows_in_parallel(cols, rows, [&](int64_t begin, int64_t end) {
+      cpu::transpose_to_bf16_columns(x, rows, cols, out, begin, end);
+    });
+  }
+
   void to_bf16(const float* x, int64_t count, uint16_t* out) override {
     if (!check_elementwise_args("to_bf16", count, {x, out})) return;
     rows_in_parallel(count, 1, [&](int64_t begin, int64_t end) { cpu::to_bf16_span(x, out, begin, end); });

@@ -46,6 +46,11 @@ FP8RL_ISA_CLONES void to_bf16_span(const float* x, uint16_t* out, int64_t begin,
   for (int64_t i = begin; i < end; ++i) out[i] = bf16_encode(x[i]);
 }
 
+void transpose_to_bf16_columns(const float* x, int64_t rows, int64_t cols, uint16_t* out, int64_t begin, int64_t end) {
+  for (int64_t c = begin; c < end; ++c)
+    for (int64_t r = 0; r < rows; ++r) out[c * rows + r] = bf16_encode(x[r * cols + c]);
+}
+
 FP8RL_ISA_CLONES void add_bias_rows(float* x, const float* bias, int64_t cols, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; ++r) {
     float* row = x + r * cols;

@@ -18,6 +18,8 @@ void rope_tokens(float* x, const int32_t* positions, int64_t heads, int64_t head
 void swiglu_span(const float* gate, const float* up, float* out, int64_t begin, int64_t end);
 void add_span(float* x, const float* y, int64_t begin, int64_t end);
 void to_bf16_span(const float* x, uint16_t* out, int64_t begin, int64_t end);
+// out [cols, rows] columns [begin, end) of x [rows, cols], transposed and rounded to BF16.
+void transpose_to_bf16_columns(const float* x, int64_t rows, int64_t cols, uint16_t* out, int64_t begin, int64_t end);
 // x [rows, cols] rows [begin, end) += bias [cols].
 void add_bias_rows(float* x, const float* bias, int64_t cols, int64_t begin, int64_t end);
 // out[i, :] = x[rows[i], :] for i in [begin, end).

@@ -164,6 +164,13 @@ void CudaBackend::add_bias(float* x, const float* bias, int64_t rows, int64_t co
   not_implemented("add_bias");
 }
 
+void CudaBackend::transpose_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* out) {
+  if (!check_rows("transpose_to_bf16", rows, "rows", cols, "cols") ||
+      !check_elementwise_args("transpose_to_bf16", rows, {x, out}))
+    return;
+  not_implemented("transpose_to_bf16");
+}
+
 void CudaBackend::to_bf16(const float* x, int64_t count, uint16_t* out) {
   if (!check_elementwise_args("to_bf16", count, {x, out})) return;
   not_implemented("to_bf16");

@@ -86,6 +86,10 @@ class FakeDeviceBackend final : public Backend {
     require_device({x, bias});
     cpu_->add_bias(x, bias, rows, cols);
   }
+  void transpose_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* out) override {
+    require_device({x, out});
+    cpu_->transpose_to_bf16(x, rows, cols, out);
+  }
   void to_bf16(const float* x, int64_t count, uint16_t* out) override {
     require_device({x, out});
     cpu_->to_bf16(x, count, out);
