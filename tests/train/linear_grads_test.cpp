@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <random>
 
 #include "kernels/common/bf16_codec.h"
@@ -30,20 +31,34 @@ std::vector<float> gaussians(size_t count, uint32_t seed, float scale) {
 // A [rows, cols] accessor.
 using Element = std::function<double(int64_t row, int64_t col)>;
 
-// The value the GEMM sees of x[r, c] when x [rows, cols] is quantized in
-// blocks of block_rows x block_cols: scale = amax / 448 in float (1 for an
-// all-zero block), code = nearest E4M3 of the float quotient, value = code * scale.
+// The values the GEMM sees of x [rows, cols] quantized in blocks of
+// block_rows x block_cols: scale = amax / 448 in float (1 for an all-zero
+// block), code = nearest E4M3 of the float quotient, value = code * scale.
+// Materialized once: the product below reads every element many times.
+std::shared_ptr<std::vector<double>> fake_quantize(const std::vector<float>& x, int64_t cols, int64_t block_rows,
+                                                   int64_t block_cols) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  auto values = std::make_shared<std::vector<double>>(x.size());
+  for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
+    for (int64_t c0 = 0; c0 < cols; c0 += block_cols) {
+      const int64_t r1 = std::min(rows, r0 + block_rows), c1 = std::min(cols, c0 + block_cols);
+      float amax = 0.0f;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(x[r * cols + c]));
+      const float scale = amax == 0.0f ? 1.0f : amax / 448.0f;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const float quotient = x[r * cols + c] / scale;
+          (*values)[r * cols + c] = ref_decode(ref_encode(quotient, Fp8Format::e4m3, true), Fp8Format::e4m3) * scale;
+        }
+    }
+  }
+  return values;
+}
+
 Element fake_quantized(const std::vector<float>& x, int64_t cols, int64_t block_rows, int64_t block_cols) {
-  return [&x, cols, block_rows, block_cols](int64_t r, int64_t c) {
-    const int64_t rows = static_cast<int64_t>(x.size()) / cols;
-    const int64_t r0 = r / block_rows * block_rows, c0 = c / block_cols * block_cols;
-    float amax = 0.0f;
-    for (int64_t i = r0; i < std::min(rows, r0 + block_rows); ++i)
-      for (int64_t j = c0; j < std::min(cols, c0 + block_cols); ++j) amax = std::max(amax, std::fabs(x[i * cols + j]));
-    const float scale = amax == 0.0f ? 1.0f : amax / 448.0f;
-    const float quotient = x[r * cols + c] / scale;
-    return ref_decode(ref_encode(quotient, Fp8Format::e4m3, true), Fp8Format::e4m3) * scale;
-  };
+  const std::shared_ptr<std::vector<double>> values = fake_quantize(x, cols, block_rows, block_cols);
+  return [values, cols](int64_t r, int64_t c) { return (*values)[r * cols + c]; };
 }
 
 Element bf16_rounded(const std::vector<float>& x, int64_t cols) {
