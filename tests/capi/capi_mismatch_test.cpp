@@ -54,20 +54,12 @@ fp8rl_mismatch_metrics metrics_of(const std::vector<float>& train, const Batch& 
   return metrics;
 }
 
-fp8rl_recipe fp8_everything() {
-  fp8rl_recipe recipe = default_recipe();
-  recipe.linear = FP8RL_PRECISION_FP8;
-  recipe.kv_cache = FP8RL_PRECISION_FP8;
-  recipe.attention = FP8RL_PRECISION_FP8;
-  return recipe;
-}
-
 }  // namespace
 
 TEST_CASE("mismatch: the generator's own recipe recomputes its log-probs exactly (error 1, KL 0, weights 1)") {
   CpuContext cpu;
   Policy policy(cpu.get(), llama_config());
-  policy.set_recipe(fp8_everything());
+  policy.set_recipe(fp8_everything_recipe());
   const fp8rl_sampling_options options = sampling(1.0f, 10);
   const Batch batch = rollout_batch(policy.get(), mixed_prompts(), options);
   fp8rl_importance_options importance;
@@ -84,7 +76,7 @@ TEST_CASE("mismatch: the generator's own recipe recomputes its log-probs exactly
 TEST_CASE("mismatch: FP8 generation scored by BF16 training gives the mismatch and weights the formulas give") {
   CpuContext cpu;
   Policy policy(cpu.get(), llama_config());
-  policy.set_recipe(fp8_everything());
+  policy.set_recipe(fp8_everything_recipe());
   const fp8rl_sampling_options options = sampling(1.0f, 10);
   const Batch batch = rollout_batch(policy.get(), mixed_prompts(), options);
   policy.set_recipe(default_recipe());  // the trainer in BF16

@@ -186,6 +186,15 @@ inline fp8rl_recipe default_recipe() {
   return recipe;
 }
 
+// FP8 linear layers, KV cache and attention: the published end-to-end recipe.
+inline fp8rl_recipe fp8_everything_recipe() {
+  fp8rl_recipe recipe = default_recipe();
+  recipe.linear = FP8RL_PRECISION_FP8;
+  recipe.kv_cache = FP8RL_PRECISION_FP8;
+  recipe.attention = FP8RL_PRECISION_FP8;
+  return recipe;
+}
+
 // Asserts `status` is `expected` and the thread's message mentions `needle`.
 inline void check_error(fp8rl_status status, fp8rl_status expected, const char* needle) {
   CHECK_MESSAGE(status == expected,

@@ -259,11 +259,7 @@ TEST_CASE("attention scales start at 1 and round trip") {
   CHECK(v == new_v);
 
   // The scales take part in FP8 KV generation, and scoring still agrees bitwise.
-  fp8rl_recipe recipe = default_recipe();
-  recipe.linear = FP8RL_PRECISION_FP8;
-  recipe.kv_cache = FP8RL_PRECISION_FP8;
-  recipe.attention = FP8RL_PRECISION_FP8;
-  policy.set_recipe(recipe);
+  policy.set_recipe(fp8_everything_recipe());
   const Prompts prompts = mixed_prompts();
   const fp8rl_sampling_options options = sampling(1.0f, 8);
   const auto completions = generate(policy.get(), prompts, options);
@@ -580,11 +576,7 @@ TEST_CASE("a context with live policies refuses to be destroyed") {
 TEST_CASE("recalibration from a pass over sequences sets positive scales that generation then uses") {
   CpuContext cpu;
   Policy policy(cpu.get(), qwen3_config());
-  fp8rl_recipe recipe = default_recipe();
-  recipe.linear = FP8RL_PRECISION_FP8;
-  recipe.kv_cache = FP8RL_PRECISION_FP8;
-  recipe.attention = FP8RL_PRECISION_FP8;
-  policy.set_recipe(recipe);
+  policy.set_recipe(fp8_everything_recipe());
   const Prompts prompts = mixed_prompts();
   const fp8rl_sampling_options options = sampling(1.0f, 8);
   const auto before = generate(policy.get(), prompts, options);
