@@ -57,6 +57,10 @@ class Backend {
   virtual void upload(void* device_dst, const void* host_src, size_t bytes) = 0;
   virtual void download(void* host_dst, const void* device_src, size_t bytes) = 0;
   virtual void synchronize() = 0;
+  // Copies bytes between two buffers of this backend (they must not overlap).
+  virtual void copy_within(void* dst, const void* src, size_t bytes) = 0;
+  // Sets bytes of this backend's memory to zero.
+  virtual void zero_fill(void* dst, size_t bytes) = 0;
 
   // input [rows, cols] of `input_dtype` -> codes and scales per spec.layout.
   virtual void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec,

@@ -8,6 +8,7 @@
 
 #include "core/context.h"
 #include "core/policy/policy.h"
+#include "core/train/trainer.h"
 
 struct fp8rl_context {
   fp8rl::Context impl;
@@ -19,6 +20,13 @@ struct fp8rl_context {
 struct fp8rl_policy {
   fp8rl_context* context;  // the owner; outlives the policy (live_policies)
   std::unique_ptr<fp8rl::policy::Policy> impl;
+  // Trainers bound to this policy: fp8rl_policy_destroy refuses while any live.
+  std::atomic<int64_t> live_trainers{0};
+};
+
+struct fp8rl_trainer {
+  fp8rl_policy* policy;  // outlives the trainer (live_trainers)
+  std::unique_ptr<fp8rl::train::Trainer> impl;
 };
 
 // Completions in flat arrays: completion i is [offsets[i], offsets[i + 1]) of
@@ -28,6 +36,7 @@ struct fp8rl_rollout {
   std::vector<float> logprobs;
   std::vector<int64_t> offsets;  // [count + 1]
   std::vector<fp8rl_finish_reason> finish;
+  double seconds = 0.0;  // generation wall time
 };
 
 namespace fp8rl::capi {
@@ -44,6 +53,11 @@ inline const Context& context_of(const fp8rl_context* handle) {
 
 inline policy::Policy& policy_of(const fp8rl_policy* handle) {
   require(handle != nullptr, "policy is NULL");
+  return *handle->impl;
+}
+
+inline train::Trainer& trainer_of(const fp8rl_trainer* handle) {
+  require(handle != nullptr, "trainer is NULL");
   return *handle->impl;
 }
 

@@ -60,7 +60,9 @@ void create_policy(fp8rl_context* context, fp8rl::model::ModelParams params, fp8
     const std::lock_guard<std::mutex> lock(impl.mutex());
     policy = std::make_unique<Policy>(impl, std::move(params));
   }
-  auto handle = std::make_unique<fp8rl_policy>(fp8rl_policy{context, std::move(policy)});
+  auto handle = std::make_unique<fp8rl_policy>();
+  handle->context = context;
+  handle->impl = std::move(policy);
   ++context->live_policies;
   *out = handle.release();
 }
@@ -132,6 +134,9 @@ FP8RL_API fp8rl_status fp8rl_policy_export_fp8(fp8rl_policy* policy, const char*
 FP8RL_API fp8rl_status fp8rl_policy_destroy(fp8rl_policy* policy) {
   return guarded(__func__, [&] {
     if (policy == nullptr) return;
+    const int64_t trainers = policy->live_trainers.load();
+    fp8rl::require(trainers == 0, std::to_string(trainers) + (trainers == 1 ? " trainer uses" : " trainers use") +
+                                      " this policy; destroy them first");
     fp8rl_context* context = policy->context;
     {
       const std::lock_guard<std::mutex> lock(context->impl.mutex());

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "core/rollout/rollout.h"
 #include "enum_mapping.h"
 #include "handles.h"
+#include "sequence_arrays.h"
 
 using namespace fp8rl::capi;
 
@@ -50,16 +52,6 @@ fp8rl::rollout::SamplingOptions sampling_options_from(const fp8rl_sampling_optio
   return options;
 }
 
-// The arrays describing a batch of sequences, checked before any is read.
-fp8rl::rollout::TokenSequences sequences_from(const int32_t* tokens, const int64_t* offsets, int64_t count,
-                                              const char* tokens_name, const char* offsets_name,
-                                              const char* count_name) {
-  fp8rl::require(tokens != nullptr, std::string(tokens_name) + " is NULL");
-  fp8rl::require(offsets != nullptr, std::string(offsets_name) + " is NULL");
-  fp8rl::require(count >= 1, std::string(count_name) + " is " + std::to_string(count) + "; expected >= 1");
-  return fp8rl::rollout::TokenSequences{tokens, offsets, count};
-}
-
 std::unique_ptr<fp8rl_rollout> flatten(const std::vector<fp8rl::rollout::Rollout>& rollouts) {
   auto result = std::make_unique<fp8rl_rollout>();
   size_t total = 0;
@@ -84,24 +76,6 @@ std::unique_ptr<fp8rl_rollout> flatten(const std::vector<fp8rl::rollout::Rollout
 
 int64_t count_of(const fp8rl_rollout& rollout) { return static_cast<int64_t>(rollout.finish.size()); }
 
-// sum(length_i - prompt_lengths[i]) when the arrays are well formed, else -1
-// (the core then reports exactly what is wrong).
-int64_t completion_tokens(const fp8rl::rollout::TokenSequences& sequences, const int64_t* prompt_lengths) {
-  if (sequences.offsets[0] != 0) return -1;
-  int64_t total = 0;
-  for (int64_t i = 0; i < sequences.count; ++i) {
-    const int64_t length = sequences.length(i);
-    if (length < 1 || prompt_lengths[i] < 1 || prompt_lengths[i] > length) return -1;
-    total += length - prompt_lengths[i];
-  }
-  return total;
-}
-
-void check_capacity(int64_t capacity, int64_t needed, const char* what) {
-  fp8rl::require(capacity >= needed,
-                 "capacity is " + std::to_string(capacity) + " but " + what + " " + std::to_string(needed) + " tokens");
-}
-
 }  // namespace
 
 extern "C" {
@@ -125,11 +99,14 @@ FP8RL_API fp8rl_status fp8rl_policy_generate(fp8rl_policy* policy, const int32_t
     const auto sampling = sampling_options_from(options);
     const std::vector<uint64_t> seed_list(seeds, seeds + num_prompts);
     std::vector<fp8rl::rollout::Rollout> rollouts;
+    const auto start = std::chrono::steady_clock::now();
     {
       const std::lock_guard<std::mutex> lock(policy->context->impl.mutex());
       rollouts = fp8rl::rollout::generate(impl, prompts, seed_list, sampling);
     }
-    *out_rollout = flatten(rollouts).release();
+    std::unique_ptr<fp8rl_rollout> result = flatten(rollouts);
+    result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    *out_rollout = result.release();
   });
 }
 
@@ -153,6 +130,14 @@ FP8RL_API fp8rl_status fp8rl_policy_score(fp8rl_policy* policy, const int32_t* t
     }
     check_capacity(capacity, static_cast<int64_t>(scores.size()), "the completions hold");
     std::copy(scores.begin(), scores.end(), logprobs);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_rollout_seconds(const fp8rl_rollout* rollout, double* out_seconds) {
+  return guarded(__func__, [&] {
+    const auto& impl = rollout_of(rollout);
+    fp8rl::require(out_seconds != nullptr, "out_seconds is NULL");
+    *out_seconds = impl.seconds;
   });
 }
 

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <string>
 
-#include "core/policy/model_runner.h"
-
 namespace fp8rl::policy {
 namespace {
 
@@ -45,20 +43,48 @@ float calibrated_scale(float magnitude, const CalibrationOptions& options) {
   return std::isnormal(scale) ? scale : 1.0f;
 }
 
+AttentionStatistics::AttentionStatistics(Backend& backend, const model::ModelConfig& config)
+    : backend_(backend),
+      q_dim_(model::q_dim(config)),
+      kv_dim_(model::kv_dim(config)),
+      q_(static_cast<size_t>(config.num_layers)),
+      k_(q_.size()),
+      v_(q_.size()) {}
+
+ActivationObserver AttentionStatistics::observer() {
+  return [this](size_t layer, int64_t tokens, const float* q, const float* k, const float* v) {
+    append_row_maxima(backend_, q, tokens, q_dim_, q_[layer]);
+    append_row_maxima(backend_, k, tokens, kv_dim_, k_[layer]);
+    append_row_maxima(backend_, v, tokens, kv_dim_, v_[layer]);
+  };
+}
+
+bool AttentionStatistics::empty() const { return q_.empty() || q_[0].empty(); }
+
+void AttentionStatistics::clear() {
+  for (auto* maxima : {&q_, &k_, &v_})
+    for (std::vector<float>& layer : *maxima) layer.clear();
+}
+
+AttentionScales AttentionStatistics::scales(const CalibrationOptions& options) const {
+  validate_calibration_options(options);
+  require(!empty(), "calibration: no activations were observed");
+  AttentionScales scales;
+  for (size_t layer = 0; layer < q_.size(); ++layer) {
+    scales.q.push_back(calibrated_scale(nearest_rank_percentile(q_[layer], options.percentile), options));
+    scales.k.push_back(calibrated_scale(nearest_rank_percentile(k_[layer], options.percentile), options));
+    scales.v.push_back(calibrated_scale(nearest_rank_percentile(v_[layer], options.percentile), options));
+  }
+  return scales;
+}
+
 AttentionScales measure_attention_scales(Policy& policy, const rollout::TokenSequences& sequences,
                                          const CalibrationOptions& options) {
   validate_calibration_options(options);
   const model::ModelConfig& config = policy.config();
   validate_sequences(sequences, config.vocab_size, config.max_position_embeddings, "calibration sequence");
   Backend& backend = policy.context().backend();
-  const size_t layers = static_cast<size_t>(config.num_layers);
-  std::vector<std::vector<float>> q_maxima(layers), k_maxima(layers), v_maxima(layers);
-  const int64_t q_dim = model::q_dim(config), kv_dim = model::kv_dim(config);
-  const ActivationObserver observe = [&](size_t layer, int64_t tokens, const float* q, const float* k, const float* v) {
-    append_row_maxima(backend, q, tokens, q_dim, q_maxima[layer]);
-    append_row_maxima(backend, k, tokens, kv_dim, k_maxima[layer]);
-    append_row_maxima(backend, v, tokens, kv_dim, v_maxima[layer]);
-  };
+  AttentionStatistics statistics(backend, config);
   TokenBatch batch;
   int64_t first_row = 0;
   for (int64_t i = 0; i < sequences.count; ++i) {
@@ -67,18 +93,11 @@ AttentionScales measure_attention_scales(Policy& policy, const rollout::TokenSeq
     }
     first_row += sequences.length(i);
   }
-  KvCache cache(backend, policy.compiled(), kv_dim, first_row);
+  KvCache cache(backend, policy.compiled(), model::kv_dim(config), first_row);
   policy.runner().run(
       policy.compiled(), policy.attention_scales(), batch, cache, PassLimits{}, [](int64_t, int64_t, const float*) {},
-      observe);
-
-  AttentionScales scales;
-  for (size_t layer = 0; layer < layers; ++layer) {
-    scales.q.push_back(calibrated_scale(nearest_rank_percentile(q_maxima[layer], options.percentile), options));
-    scales.k.push_back(calibrated_scale(nearest_rank_percentile(k_maxima[layer], options.percentile), options));
-    scales.v.push_back(calibrated_scale(nearest_rank_percentile(v_maxima[layer], options.percentile), options));
-  }
-  return scales;
+      statistics.observer());
+  return statistics.scales(options);
 }
 
 void recalibrate_attention_scales(Policy& policy, const rollout::TokenSequences& sequences,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/policy/model_runner.h"
 #include "core/policy/policy.h"
 #include "core/rollout/token_sequences.h"
 
@@ -32,6 +33,24 @@ float nearest_rank_percentile(std::vector<float> values, double percentile);
 // The scale a calibrated magnitude gives: magnitude * margin / max_value, or
 // 1 for a magnitude of 0 (nothing to represent), as a positive normal float.
 float calibrated_scale(float magnitude, const CalibrationOptions& options);
+
+// Collects the per-token row maxima of Q, K and V from forward passes (its
+// observer() plugs into ModelRunner::run) and turns them into scales.
+class AttentionStatistics {
+ public:
+  AttentionStatistics(Backend& backend, const model::ModelConfig& config);
+  // Valid while this object lives.
+  ActivationObserver observer();
+  bool empty() const;
+  void clear();
+  // Throws invalid_argument when nothing was observed.
+  AttentionScales scales(const CalibrationOptions& options) const;
+
+ private:
+  Backend& backend_;
+  int64_t q_dim_, kv_dim_;
+  std::vector<std::vector<float>> q_, k_, v_;  // [layer][observed tokens]
+};
 
 // Runs the policy over sequences (as score_completions does; the batch need
 // not be the one generation used) and returns the scales that result.

@@ -20,6 +20,8 @@ class KvCache {
   int64_t rows() const { return rows_; }
   void* keys(size_t layer) { return keys_[layer].data(); }      // [rows, kv_dim]
   void* values(size_t layer) { return values_[layer].data(); }  // [rows, kv_dim]
+  const void* keys(size_t layer) const { return keys_[layer].data(); }
+  const void* values(size_t layer) const { return values_[layer].data(); }
 
  private:
   int64_t rows_;

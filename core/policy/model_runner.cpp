@@ -31,8 +31,11 @@ ModelRunner::ModelRunner(Backend& backend, const model::ModelConfig& config)
 
 void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
                       KvCache& cache, const PassLimits& limits, const LogitsSink& sink,
-                      const ActivationObserver& observer) {
+                      const ActivationObserver& observer, ForwardTape* tape) {
   require(limits.max_tokens > 0 && limits.max_logit_rows > 0, "forward pass limits must be positive");
+  require(tape == nullptr || static_cast<int64_t>(batch.size()) <= limits.max_tokens,
+          "a recorded forward pass must fit one pass: " + std::to_string(batch.size()) + " tokens, limit " +
+              std::to_string(limits.max_tokens));
   // Split into passes of at most max_tokens tokens and max_logit_rows wanted logits.
   Range range{0, 0, 0};
   int64_t wanted = 0;
@@ -45,7 +48,7 @@ void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales,
       ++range.end;
     }
     range.logits_before = wanted;
-    pass(model, scales, batch, range, cache, sink, observer);
+    pass(model, scales, batch, range, cache, sink, observer, tape);
     wanted += rows;
     range.begin = range.end;
   }
@@ -55,20 +58,20 @@ void ModelRunner::upload_pass_indices(const TokenBatch& batch, const Range& rang
   const size_t tokens = range.end - range.begin;
   std::vector<int64_t> cache_rows(tokens), logit_rows;
   std::vector<int32_t> key_count(tokens);
-  max_key_count_ = 0;
+  pass_.max_key_count = 0;
   for (size_t i = 0; i < tokens; ++i) {
     const size_t t = range.begin + i;
     cache_rows[i] = batch.key_begin[t] + batch.positions[t];
     key_count[i] = batch.positions[t] + 1;
-    max_key_count_ = std::max(max_key_count_, key_count[i]);
+    pass_.max_key_count = std::max(pass_.max_key_count, key_count[i]);
     if (batch.wants_logits[t]) logit_rows.push_back(static_cast<int64_t>(i));
   }
-  ids_.upload(batch.token_ids.data() + range.begin, tokens);
-  positions_.upload(batch.positions.data() + range.begin, tokens);
-  key_begin_.upload(batch.key_begin.data() + range.begin, tokens);
-  cache_rows_.upload(cache_rows.data(), tokens);
-  key_count_.upload(key_count.data(), tokens);
-  logit_rows_.upload(logit_rows.data(), logit_rows.size());
+  pass_.ids.upload(batch.token_ids.data() + range.begin, tokens);
+  pass_.positions.upload(batch.positions.data() + range.begin, tokens);
+  pass_.key_begin.upload(batch.key_begin.data() + range.begin, tokens);
+  pass_.cache_rows.upload(cache_rows.data(), tokens);
+  pass_.key_count.upload(key_count.data(), tokens);
+  pass_.logit_rows.upload(logit_rows.data(), logit_rows.size());
 }
 
 void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
@@ -77,12 +80,12 @@ void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
     const int64_t qd = model::q_dim(config_), kvd = model::kv_dim(config_);
     const int64_t max_in = std::max({hidden, qd, inter});
     const size_t n = as_size(tokens);
-    ids_ = DeviceArray<int32_t>(backend_, n);
-    positions_ = DeviceArray<int32_t>(backend_, n);
-    key_count_ = DeviceArray<int32_t>(backend_, n);
-    cache_rows_ = DeviceArray<int64_t>(backend_, n);
-    key_begin_ = DeviceArray<int64_t>(backend_, n);
-    logit_rows_ = DeviceArray<int64_t>(backend_, n);
+    pass_.ids = DeviceArray<int32_t>(backend_, n);
+    pass_.positions = DeviceArray<int32_t>(backend_, n);
+    pass_.key_count = DeviceArray<int32_t>(backend_, n);
+    pass_.cache_rows = DeviceArray<int64_t>(backend_, n);
+    pass_.key_begin = DeviceArray<int64_t>(backend_, n);
+    pass_.logit_rows = DeviceArray<int64_t>(backend_, n);
     residual_ = DeviceArray<float>(backend_, n * as_size(hidden));
     normed_ = DeviceArray<float>(backend_, n * as_size(hidden));
     q_ = DeviceArray<float>(backend_, n * as_size(qd));
@@ -107,7 +110,8 @@ void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
 }
 
 void ModelRunner::pass(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
-                       const Range& range, KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer) {
+                       const Range& range, KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer,
+                       ForwardTape* tape) {
   const int64_t tokens = static_cast<int64_t>(range.end - range.begin);
   int64_t rows = 0;
   int32_t max_position = 0;
@@ -119,9 +123,16 @@ void ModelRunner::pass(const CompiledModel& model, const AttentionScales& scales
   upload_pass_indices(batch, range);
   rope_.ensure(backend_, int64_t{max_position} + 1);
 
-  backend_.embedding(model.embedding(), config_.vocab_size, config_.hidden_size, ids_.data(), tokens, residual_.data());
+  backend_.embedding(model.embedding(), config_.vocab_size, config_.hidden_size, pass_.ids.data(), tokens,
+                     residual_.data());
+  if (tape) tape->reserve(tokens);
+  const LayerActivations shared = workspace_activations();
   for (size_t layer = 0; layer < model.layers().size(); ++layer) {
-    layer_forward(model, layer, scales, tokens, cache, observer);
+    layer_forward(model, layer, scales, tokens, cache, observer, tape ? tape->layer(layer) : shared);
+  }
+  if (tape) {
+    backend_.copy_within(tape->final_residual(), residual_.data(),
+                         static_cast<size_t>(tokens * config_.hidden_size) * sizeof(float));
   }
   if (rows == 0) return;
   head(model, rows, logits_.data());
@@ -149,79 +160,148 @@ void ModelRunner::linear(const LinearWeights& weights, ScaleFormat scale_format,
   if (!weights.bias.empty()) backend_.add_bias(y, weights.bias.data(), rows, out);
 }
 
+LayerActivations ModelRunner::workspace_activations() {
+  LayerActivations a;
+  a.attention_normed = normed_.data();
+  a.q_raw = a.q = q_.data();
+  a.k_raw = a.k = k_.data();
+  a.v = v_.data();
+  a.attention = attention_.data();
+  a.mlp_normed = normed_.data();
+  a.gate = a.act = gate_.data();
+  a.up = up_.data();
+  return a;
+}
+
 void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t tokens,
-                                KvCache& cache, const ActivationObserver& observer) {
+                                KvCache& cache, const ActivationObserver& observer, const LayerActivations& a) {
   const CompiledLayer& layer = model.layers()[index];
   const ScaleFormat format = model.scale_format();
   const int64_t hidden = config_.hidden_size, head_dim = config_.head_dim;
   const int64_t heads = config_.num_attention_heads, kv_heads = config_.num_key_value_heads;
   const float eps = static_cast<float>(config_.rms_norm_eps);
+  const size_t residual_bytes = static_cast<size_t>(tokens * hidden) * sizeof(float);
 
   // Attention block: x += o_proj(attention(rope(q), rope(k), v)) over rms_norm(x).
-  backend_.rms_norm(residual_.data(), layer.input_norm.data(), tokens, hidden, eps, normed_.data());
-  linear(layer.q, format, normed_.data(), tokens, q_.data());  // [tokens, heads * head_dim]
-  linear(layer.k, format, normed_.data(), tokens, k_.data());  // [tokens, kv_heads * head_dim]
-  linear(layer.v, format, normed_.data(), tokens, v_.data());  // [tokens, kv_heads * head_dim]
+  if (a.attention_input) backend_.copy_within(a.attention_input, residual_.data(), residual_bytes);
+  backend_.rms_norm(residual_.data(), layer.input_norm.data(), tokens, hidden, eps, a.attention_normed);
+  linear(layer.q, format, a.attention_normed, tokens, a.q_raw);  // [tokens, heads * head_dim]
+  linear(layer.k, format, a.attention_normed, tokens, a.k_raw);  // [tokens, kv_heads * head_dim]
+  linear(layer.v, format, a.attention_normed, tokens, a.v);      // [tokens, kv_heads * head_dim]
   if (!layer.q_norm.empty()) {
-    backend_.rms_norm(q_.data(), layer.q_norm.data(), tokens * heads, head_dim, eps, q_.data());
-    backend_.rms_norm(k_.data(), layer.k_norm.data(), tokens * kv_heads, head_dim, eps, k_.data());
+    backend_.rms_norm(a.q_raw, layer.q_norm.data(), tokens * heads, head_dim, eps, a.q);
+    backend_.rms_norm(a.k_raw, layer.k_norm.data(), tokens * kv_heads, head_dim, eps, a.k);
   }
-  backend_.rope(q_.data(), positions_.data(), tokens, heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
-  backend_.rope(k_.data(), positions_.data(), tokens, kv_heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
-  if (observer) observer(index, tokens, q_.data(), k_.data(), v_.data());
+  backend_.rope(a.q, pass_.positions.data(), tokens, heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
+  backend_.rope(a.k, pass_.positions.data(), tokens, kv_heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
+  if (observer) observer(index, tokens, a.q, a.k, a.v);
 
   KvStoreArgs store;
-  store.cache_rows = cache_rows_.data();
+  store.cache_rows = pass_.cache_rows.data();
   store.tokens = tokens;
   store.kv_dim = kv_heads * head_dim;
   store.format = layer.precision.kv_format;
-  store.source = k_.data();
+  store.source = a.k;
   store.scale = scales.k[index];
   store.cache = cache.keys(index);
   backend_.kv_store(store);
-  store.source = v_.data();
+  store.source = a.v;
   store.scale = scales.v[index];
   store.cache = cache.values(index);
   backend_.kv_store(store);
 
+  backend_.attention(attention_args(layer, index, scales, tokens, a.q, cache, a.attention));
+  linear(layer.o, format, a.attention, tokens, projected_.data());
+  backend_.add(residual_.data(), projected_.data(), tokens * hidden);
+
+  // MLP block: x += down(silu(gate(h)) * up(h)), h = rms_norm(x).
+  if (a.mlp_input) backend_.copy_within(a.mlp_input, residual_.data(), residual_bytes);
+  backend_.rms_norm(residual_.data(), layer.post_attention_norm.data(), tokens, hidden, eps, a.mlp_normed);
+  linear(layer.gate, format, a.mlp_normed, tokens, a.gate);
+  linear(layer.up, format, a.mlp_normed, tokens, a.up);
+  backend_.swiglu(a.gate, a.up, tokens * config_.intermediate_size, a.act);
+  linear(layer.down, format, a.act, tokens, projected_.data());
+  backend_.add(residual_.data(), projected_.data(), tokens * hidden);
+}
+
+AttentionArgs ModelRunner::attention_args(const CompiledLayer& layer, size_t index, const AttentionScales& scales,
+                                          int64_t tokens, const float* q, const KvCache& cache, float* out) const {
   AttentionArgs attention;
-  attention.q = q_.data();
+  attention.q = q;
   attention.k_cache = cache.keys(index);
   attention.v_cache = cache.values(index);
-  attention.key_begin = key_begin_.data();
-  attention.key_count = key_count_.data();
+  attention.key_begin = pass_.key_begin.data();
+  attention.key_count = pass_.key_count.data();
   attention.tokens = tokens;
-  attention.heads = heads;
-  attention.kv_heads = kv_heads;
-  attention.head_dim = head_dim;
-  attention.max_key_count = max_key_count_;
+  attention.heads = config_.num_attention_heads;
+  attention.kv_heads = config_.num_key_value_heads;
+  attention.head_dim = config_.head_dim;
+  attention.max_key_count = pass_.max_key_count;
   attention.kv_format = layer.precision.kv_format;
   attention.math = layer.precision.attention;
   attention.q_scale = scales.q[index];
   attention.k_scale = scales.k[index];
   attention.v_scale = scales.v[index];
-  attention.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  attention.out = attention_.data();
-  backend_.attention(attention);
-  linear(layer.o, format, attention_.data(), tokens, projected_.data());
-  backend_.add(residual_.data(), projected_.data(), tokens * hidden);
-
-  // MLP block: x += down(silu(gate(h)) * up(h)), h = rms_norm(x).
-  backend_.rms_norm(residual_.data(), layer.post_attention_norm.data(), tokens, hidden, eps, normed_.data());
-  linear(layer.gate, format, normed_.data(), tokens, gate_.data());
-  linear(layer.up, format, normed_.data(), tokens, up_.data());
-  backend_.swiglu(gate_.data(), up_.data(), tokens * config_.intermediate_size, gate_.data());
-  linear(layer.down, format, gate_.data(), tokens, projected_.data());
-  backend_.add(residual_.data(), projected_.data(), tokens * hidden);
+  attention.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
+  attention.out = out;
+  return attention;
 }
 
 void ModelRunner::head(const CompiledModel& model, int64_t rows, float* logits) {
   const int64_t hidden = config_.hidden_size;
-  backend_.gather_rows(residual_.data(), hidden, logit_rows_.data(), rows, head_in_.data());
+  backend_.gather_rows(residual_.data(), hidden, pass_.logit_rows.data(), rows, head_in_.data());
   backend_.rms_norm(head_in_.data(), model.final_norm(), rows, hidden, static_cast<float>(config_.rms_norm_eps),
                     head_in_.data());
   backend_.to_bf16(head_in_.data(), rows * hidden, head_bf16_.data());
   backend_.gemm_bf16(head_bf16_.data(), model.lm_head(), rows, config_.vocab_size, hidden, logits, DType::f32);
+}
+
+ForwardTape::ForwardTape(Backend& backend, const model::ModelConfig& config)
+    : backend_(backend), config_(config), layers_(static_cast<size_t>(config.num_layers)) {}
+
+void ForwardTape::reserve(int64_t tokens) {
+  if (tokens <= capacity_) return;
+  const size_t n = as_size(tokens);
+  const size_t hidden = n * as_size(config_.hidden_size), inter = n * as_size(config_.intermediate_size);
+  const size_t q = n * as_size(model::q_dim(config_)), kv = n * as_size(model::kv_dim(config_));
+  for (LayerStore& layer : layers_) {
+    layer.attention_input = DeviceArray<float>(backend_, hidden);
+    layer.attention_normed = DeviceArray<float>(backend_, hidden);
+    layer.q = DeviceArray<float>(backend_, q);
+    layer.k = DeviceArray<float>(backend_, kv);
+    if (config_.qk_norm) {
+      layer.q_raw = DeviceArray<float>(backend_, q);
+      layer.k_raw = DeviceArray<float>(backend_, kv);
+    }
+    layer.v = DeviceArray<float>(backend_, kv);
+    layer.attention = DeviceArray<float>(backend_, q);
+    layer.mlp_input = DeviceArray<float>(backend_, hidden);
+    layer.mlp_normed = DeviceArray<float>(backend_, hidden);
+    layer.gate = DeviceArray<float>(backend_, inter);
+    layer.up = DeviceArray<float>(backend_, inter);
+    layer.act = DeviceArray<float>(backend_, inter);
+  }
+  final_residual_ = DeviceArray<float>(backend_, hidden);
+  capacity_ = tokens;
+}
+
+LayerActivations ForwardTape::layer(size_t index) {
+  LayerStore& s = layers_[index];
+  LayerActivations a;
+  a.attention_input = s.attention_input.data();
+  a.attention_normed = s.attention_normed.data();
+  a.q = s.q.data();
+  a.k = s.k.data();
+  a.q_raw = config_.qk_norm ? s.q_raw.data() : a.q;
+  a.k_raw = config_.qk_norm ? s.k_raw.data() : a.k;
+  a.v = s.v.data();
+  a.attention = s.attention.data();
+  a.mlp_input = s.mlp_input.data();
+  a.mlp_normed = s.mlp_normed.data();
+  a.gate = s.gate.data();
+  a.up = s.up.data();
+  a.act = s.act.data();
+  return a;
 }
 
 }  // namespace fp8rl::policy

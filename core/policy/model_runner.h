@@ -43,6 +43,55 @@ using LogitsSink = std::function<void(int64_t first, int64_t count, const float*
 using ActivationObserver =
     std::function<void(size_t layer, int64_t tokens, const float* q, const float* k, const float* v)>;
 
+// Where one layer's forward pass writes its intermediate results. Inference
+// points every layer at one shared workspace; training points each layer at
+// its own buffers (ForwardTape) so that the backward pass can read them. The
+// arithmetic is the same either way, so training logits equal rollout logits.
+struct LayerActivations {
+  float* attention_input = nullptr;   // [tokens, hidden] copy of the residual entering the layer; null: not kept
+  float* attention_normed = nullptr;  // [tokens, hidden] input_layernorm output
+  float* q_raw = nullptr;             // [tokens, q_dim] q projection before the q norm; == q without qk_norm
+  float* k_raw = nullptr;             // [tokens, kv_dim] k projection before the k norm; == k without qk_norm
+  float* q = nullptr;                 // [tokens, q_dim] post-RoPE queries
+  float* k = nullptr;                 // [tokens, kv_dim] post-RoPE keys
+  float* v = nullptr;                 // [tokens, kv_dim] values
+  float* attention = nullptr;         // [tokens, q_dim] attention output (o_proj input)
+  float* mlp_input = nullptr;         // [tokens, hidden] copy of the residual after attention; null: not kept
+  float* mlp_normed = nullptr;        // [tokens, hidden] post_attention_layernorm output
+  float* gate = nullptr;              // [tokens, intermediate] gate projection (pre-activation)
+  float* up = nullptr;                // [tokens, intermediate] up projection
+  float* act = nullptr;               // [tokens, intermediate] silu(gate) * up (down_proj input); may == gate
+};
+
+// Keeps every layer's activations of one forward pass, and the final
+// residual, for the backward pass (core/train). Buffers grow with reserve().
+class ForwardTape {
+ public:
+  ForwardTape(Backend& backend, const model::ModelConfig& config);
+  void reserve(int64_t tokens);
+  int64_t capacity() const { return capacity_; }
+  LayerActivations layer(size_t index);
+  float* final_residual() { return final_residual_.data(); }  // [tokens, hidden] before the final norm
+
+ private:
+  struct LayerStore {
+    DeviceArray<float> attention_input, attention_normed, q_raw, k_raw, q, k, v, attention;
+    DeviceArray<float> mlp_input, mlp_normed, gate, up, act;
+  };
+  Backend& backend_;
+  model::ModelConfig config_;
+  int64_t capacity_ = 0;
+  std::vector<LayerStore> layers_;
+  DeviceArray<float> final_residual_;
+};
+
+// The per-token indices of the last pass on the backend, [tokens] each.
+struct PassIndices {
+  DeviceArray<int32_t> ids, positions, key_count;
+  DeviceArray<int64_t> cache_rows, key_begin, logit_rows;
+  int32_t max_key_count = 0;
+};
+
 struct PassLimits {
   int64_t max_tokens = 2048;     // tokens per forward pass
   int64_t max_logit_rows = 256;  // [rows, vocab] FP32 logits held at once
@@ -57,8 +106,20 @@ class ModelRunner {
   // its sequence's rows. Tokens of a sequence must come in position order
   // (earlier passes fill the rows later ones read). Positions and ids must
   // be valid (callers check them).
+  // With a tape (training), the batch must fit one pass; the tape then holds
+  // every layer's activations and pass_indices() the pass's indices, both
+  // valid until the next run.
   void run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, KvCache& cache,
-           const PassLimits& limits, const LogitsSink& sink, const ActivationObserver& observer = {});
+           const PassLimits& limits, const LogitsSink& sink, const ActivationObserver& observer = {},
+           ForwardTape* tape = nullptr);
+
+  Backend& backend() const { return backend_; }
+  const PassIndices& pass_indices() const { return pass_; }
+  // The attention() arguments layer `index` of `model` used in the last pass
+  // (the backward pass reuses them).
+  AttentionArgs attention_args(const CompiledLayer& layer, size_t index, const AttentionScales& scales, int64_t tokens,
+                               const float* q, const KvCache& cache, float* out) const;
+  const RopeTable& rope() const { return rope_; }
 
  private:
   struct Range {
@@ -66,11 +127,12 @@ class ModelRunner {
     int64_t logits_before;  // wanted tokens before begin
   };
   void pass(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, const Range& range,
-            KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer);
+            KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer, ForwardTape* tape);
   void upload_pass_indices(const TokenBatch& batch, const Range& range);
   void ensure_workspace(int64_t tokens, int64_t logit_rows);
+  LayerActivations workspace_activations();
   void layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t tokens,
-                     KvCache& cache, const ActivationObserver& observer);
+                     KvCache& cache, const ActivationObserver& observer, const LayerActivations& out);
   void linear(const LinearWeights& weights, ScaleFormat scale_format, const float* x, int64_t rows, float* y);
   void head(const CompiledModel& model, int64_t rows, float* logits);
 
@@ -79,10 +141,7 @@ class ModelRunner {
   RopeTable rope_;
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logit_rows_ = 0;
-  int32_t max_key_count_ = 0;
-  // Per-pass token data on the backend, [tokens].
-  DeviceArray<int32_t> ids_, positions_, key_count_;
-  DeviceArray<int64_t> cache_rows_, key_begin_, logit_rows_;
+  PassIndices pass_;
   // Activations.
   DeviceArray<float> residual_;      // [tokens, hidden]
   DeviceArray<float> normed_;        // [tokens, hidden]

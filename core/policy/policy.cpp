@@ -28,6 +28,12 @@ void check_scales(const std::vector<float>& scales, const char* which, int64_t n
 
 }  // namespace
 
+void validate_attention_scales(const AttentionScales& scales, int64_t num_layers) {
+  check_scales(scales.q, "q", num_layers);
+  check_scales(scales.k, "k", num_layers);
+  check_scales(scales.v, "v", num_layers);
+}
+
 Policy::Policy(Context& context, model::ModelParams params, const Recipe& recipe)
     : context_(context), params_(std::move(params)), recipe_(recipe) {
   model::check_model_params(params_);
@@ -47,11 +53,22 @@ void Policy::set_recipe(const Recipe& recipe) {
 }
 
 void Policy::set_attention_scales(const AttentionScales& scales) {
-  const int64_t layers = params_.config.num_layers;
-  check_scales(scales.q, "q", layers);
-  check_scales(scales.k, "k", layers);
-  check_scales(scales.v, "v", layers);
+  validate_attention_scales(scales, params_.config.num_layers);
   scales_ = scales;
+}
+
+void Policy::replace_state(model::ModelParams params, const Recipe& recipe, const AttentionScales& scales) {
+  const std::string have = io::write_json(model::model_config_to_json(params_.config));
+  const std::string given = io::write_json(model::model_config_to_json(params.config));
+  require(have == given, "the weights are for another model: config " + given + ", the policy's " + have);
+  model::check_model_params(params);
+  validate_recipe(recipe);
+  validate_attention_scales(scales, params.config.num_layers);
+  auto compiled = std::make_unique<CompiledModel>(context_.backend(), params, recipe);
+  params_ = std::move(params);
+  recipe_ = recipe;
+  scales_ = scales;
+  compiled_ = std::move(compiled);
 }
 
 void Policy::refit() {

@@ -33,6 +33,10 @@ struct AttentionScales {
   std::vector<float> v;  // [num_layers]
 };
 
+// Throws invalid_argument naming the layer unless each of q, k and v has
+// num_layers finite, normal, positive values.
+void validate_attention_scales(const AttentionScales& scales, int64_t num_layers);
+
 class Policy {
  public:
   // Checks the parameters (model::check_model_params) and the recipe, then
@@ -59,6 +63,10 @@ class Policy {
   // requantize the compute copies.
   model::ModelParams& mutable_params() { return params_; }
   void refit();
+  // Replaces the weights (same model config), the recipe and the scales
+  // together, as a checkpoint restores them; everything is validated first,
+  // so on error the policy is unchanged.
+  void replace_state(model::ModelParams params, const Recipe& recipe, const AttentionScales& scales);
 
   const CompiledModel& compiled() const { return *compiled_; }
   // The forward machinery (workspace, RoPE tables) this policy's passes share.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/train/importance_weights.h"
@@ -18,7 +19,8 @@ struct TokenTerm {
 
 }  // namespace
 
-LossResult evaluate_loss(const TokenBatch& batch, const LossOptions& options, float* grad_logp) {
+LossResult evaluate_loss(const TokenBatch& batch, const LossOptions& options, float* grad_logp,
+                         const LossScope* scope) {
   validate_loss_options(options);
   const bool policy_gradient = options.kind == LossKind::clipped_policy_gradient;
   const bool penalty = policy_gradient && options.kl_coefficient > 0.0;
@@ -49,6 +51,15 @@ LossResult evaluate_loss(const TokenBatch& batch, const LossOptions& options, fl
     sequences += n > 0 ? 1 : 0;
   }
 
+  int64_t scope_tokens = tokens, scope_sequences = sequences;
+  if (scope != nullptr) {
+    require(scope->tokens >= tokens && scope->sequences >= sequences,
+            "loss: the scope's " + std::to_string(scope->tokens) + " tokens and " + std::to_string(scope->sequences) +
+                " sequences do not cover the batch's " + std::to_string(tokens) + " and " + std::to_string(sequences));
+    scope_tokens = scope->tokens;
+    scope_sequences = scope->sequences;
+  }
+
   LossResult result;
   result.stats.tokens = tokens;
   result.stats.sequences = sequences;
@@ -60,8 +71,8 @@ LossResult evaluate_loss(const TokenBatch& batch, const LossOptions& options, fl
     int64_t n = 0;
     for (int64_t t = begin; t < end; ++t) n += batch.counts(t) ? 1 : 0;
     const double coefficient = options.aggregation == Aggregation::token_mean
-                                   ? 1.0 / static_cast<double>(std::max<int64_t>(tokens, 1))
-                                   : 1.0 / (static_cast<double>(std::max<int64_t>(sequences, 1)) *
+                                   ? 1.0 / static_cast<double>(std::max<int64_t>(scope_tokens, 1))
+                                   : 1.0 / (static_cast<double>(std::max<int64_t>(scope_sequences, 1)) *
                                             static_cast<double>(std::max<int64_t>(n, 1)));
     for (int64_t t = begin; t < end; ++t) {
       if (!batch.counts(t)) {

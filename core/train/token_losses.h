@@ -48,6 +48,15 @@ struct LossStats {
   double kl_k3_mean = 0.0;
 };
 
+// The denominators of the aggregation when `batch` is one micro-batch of a
+// larger batch (split at sequence boundaries): the whole batch's masked
+// tokens and sequences with >= 1 masked token. The micro-batches' losses and
+// gradients then add up to the whole batch's.
+struct LossScope {
+  int64_t tokens = 0;
+  int64_t sequences = 0;
+};
+
 struct LossResult {
   double loss = 0.0;
   LossStats stats;
@@ -60,7 +69,10 @@ struct LossResult {
 // dL/dlogp for every token. Throws invalid_argument for bad options or batch
 // shape and non_finite naming the first NaN/inf on a masked token of logp,
 // logp_old, logp_ref or advantages (logp_gen: see ImportanceMode).
-// Deterministic: one fixed summation order, no threads.
-LossResult evaluate_loss(const TokenBatch& batch, const LossOptions& options, float* grad_logp);
+// scope: null to aggregate over `batch` alone; otherwise its counts must
+// cover the batch's (invalid_argument). The statistics stay means over
+// `batch`. Deterministic: one fixed summation order, no threads.
+LossResult evaluate_loss(const TokenBatch& batch, const LossOptions& options, float* grad_logp,
+                         const LossScope* scope = nullptr);
 
 }  // namespace fp8rl::train

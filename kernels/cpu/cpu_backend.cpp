@@ -57,6 +57,12 @@ class CpuBackend final : public Backend {
     copy(host_dst, device_src, bytes, "download");
   }
   void synchronize() override {}  // every operation completes before it returns
+  void copy_within(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes, "copy_within"); }
+  void zero_fill(void* dst, size_t bytes) override {
+    if (bytes == 0) return;
+    require(dst != nullptr, "zero_fill: null pointer");
+    std::memset(dst, 0, bytes);
+  }
 
   void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec, uint8_t* codes,
                 float* scales) override {

@@ -89,6 +89,20 @@ void CudaBackend::download(void* host_dst, const void* device_src, size_t bytes)
   synchronize();
 }
 
+void CudaBackend::copy_within(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  require(dst && src, "copy_within: null pointer");
+  activate();
+  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream()), "cudaMemcpyAsync (copy_within)");
+}
+
+void CudaBackend::zero_fill(void* dst, size_t bytes) {
+  if (bytes == 0) return;
+  require(dst != nullptr, "zero_fill: null pointer");
+  activate();
+  check_cuda(cudaMemsetAsync(dst, 0, bytes, stream()), "cudaMemsetAsync (zero_fill)");
+}
+
 void CudaBackend::synchronize() {
   activate();
   check_cuda(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");

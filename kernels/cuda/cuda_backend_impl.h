@@ -39,6 +39,8 @@ class CudaBackend final : public Backend {
   void upload(void* device_dst, const void* host_src, size_t bytes) override;
   void download(void* host_dst, const void* device_src, size_t bytes) override;
   void synchronize() override;
+  void copy_within(void* dst, const void* src, size_t bytes) override;
+  void zero_fill(void* dst, size_t bytes) override;
 
   void quantize(const void* input, DType input_dtype, int64_t rows, int64_t cols, const QuantSpec& spec, uint8_t* codes,
                 float* scales) override;

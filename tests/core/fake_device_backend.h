@@ -38,6 +38,14 @@ class FakeDeviceBackend final : public Backend {
   void upload(void* dst, const void* src, size_t bytes) override { transfer(dst, src, bytes, dst); }
   void download(void* dst, const void* src, size_t bytes) override { transfer(dst, src, bytes, src); }
   void synchronize() override {}
+  void copy_within(void* dst, const void* src, size_t bytes) override {
+    require_device({dst, src});
+    std::memcpy(dst, src, bytes);
+  }
+  void zero_fill(void* dst, size_t bytes) override {
+    require_device({dst});
+    std::memset(dst, 0, bytes);
+  }
 
   void quantize(const void* input, DType dtype, int64_t rows, int64_t cols, const QuantSpec& spec, uint8_t* codes,
                 float* scales) override {

@@ -149,9 +149,11 @@ def dims(config):
     return heads, config["num_key_value_heads"], head_dim
 
 
-def random_weights(config, seed):
+def random_weights(config, seed, gains=None):
     """name -> BF16 tensor. Scales chosen so that activations are O(1), the
-    attention is far from uniform and logits spread over several units."""
+    attention is far from uniform and logits spread over several units.
+    gains overrides entries of GAIN."""
+    gain = dict(GAIN, **(gains or {}))
     g = torch.Generator().manual_seed(seed)
     hidden, inter, vocab = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
     heads, kv_heads, head_dim = dims(config)
@@ -163,41 +165,45 @@ def random_weights(config, seed):
     def linear(out_f, in_f, gain=1.0):
         return normal((out_f, in_f), gain / math.sqrt(in_f))
 
-    w = {"model.embed_tokens.weight": normal((vocab, hidden), GAIN["embed"])}
+    w = {"model.embed_tokens.weight": normal((vocab, hidden), gain["embed"])}
     for i in range(config["num_hidden_layers"]):
         p = f"model.layers.{i}."
         w[p + "input_layernorm.weight"] = normal((hidden,), 0.1, 1.0)
         w[p + "post_attention_layernorm.weight"] = normal((hidden,), 0.1, 1.0)
-        w[p + "self_attn.q_proj.weight"] = linear(heads * head_dim, hidden, GAIN["qk"])
-        w[p + "self_attn.k_proj.weight"] = linear(kv_heads * head_dim, hidden, GAIN["qk"])
+        w[p + "self_attn.q_proj.weight"] = linear(heads * head_dim, hidden, gain["qk"])
+        w[p + "self_attn.k_proj.weight"] = linear(kv_heads * head_dim, hidden, gain["qk"])
         w[p + "self_attn.v_proj.weight"] = linear(kv_heads * head_dim, hidden)
         w[p + "self_attn.o_proj.weight"] = linear(hidden, heads * head_dim)
         if family == "qwen2":
-            w[p + "self_attn.q_proj.bias"] = normal((heads * head_dim,), GAIN["bias"])
-            w[p + "self_attn.k_proj.bias"] = normal((kv_heads * head_dim,), GAIN["bias"])
-            w[p + "self_attn.v_proj.bias"] = normal((kv_heads * head_dim,), GAIN["bias"])
+            w[p + "self_attn.q_proj.bias"] = normal((heads * head_dim,), gain["bias"])
+            w[p + "self_attn.k_proj.bias"] = normal((kv_heads * head_dim,), gain["bias"])
+            w[p + "self_attn.v_proj.bias"] = normal((kv_heads * head_dim,), gain["bias"])
         if family == "qwen3":
             w[p + "self_attn.q_norm.weight"] = normal((head_dim,), 0.2, 1.5)
             w[p + "self_attn.k_norm.weight"] = normal((head_dim,), 0.2, 1.5)
-        w[p + "mlp.gate_proj.weight"] = linear(inter, hidden, GAIN["gate"])
+        w[p + "mlp.gate_proj.weight"] = linear(inter, hidden, gain["gate"])
         w[p + "mlp.up_proj.weight"] = linear(inter, hidden)
         w[p + "mlp.down_proj.weight"] = linear(hidden, inter)
     w["model.norm.weight"] = normal((hidden,), 0.1, 1.0)
     if not config["tie_word_embeddings"]:
-        w["lm_head.weight"] = linear(vocab, hidden, GAIN["head"])
+        w["lm_head.weight"] = linear(vocab, hidden, gain["head"])
     # Something a real checkpoint carries and loaders must ignore.
     w["model.layers.0.self_attn.rotary_emb.inv_freq"] = torch.ones(head_dim // 2, dtype=torch.bfloat16)
     return w
 
 
+SAFETENSORS_DTYPES = {torch.bfloat16: ("BF16", torch.int16, "<i2"), torch.float32: ("F32", torch.float32, "<f4")}
+
+
 def write_safetensors(path, tensors):
-    """Minimal safetensors writer: little-endian u64 header size, JSON header
-    padded with spaces to 8 bytes, then the raw BF16 data in header order."""
+    """Minimal safetensors writer (BF16 and F32 tensors): little-endian u64
+    header size, JSON header padded with spaces to 8 bytes, then the raw data
+    in header order."""
     header, blobs, offset = {}, [], 0
     for name, tensor in tensors.items():
-        assert tensor.dtype == torch.bfloat16
-        data = tensor.contiguous().view(torch.int16).numpy().astype("<i2").tobytes()
-        header[name] = {"dtype": "BF16", "shape": list(tensor.shape), "data_offsets": [offset, offset + len(data)]}
+        dtype, view, little = SAFETENSORS_DTYPES[tensor.dtype]
+        data = tensor.contiguous().view(view).numpy().astype(little).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(tensor.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
     header["__metadata__"] = {"format": "pt"}
@@ -208,6 +214,34 @@ def write_safetensors(path, tensors):
         f.write(text)
         for blob in blobs:
             f.write(blob)
+
+
+def read_safetensors(path):
+    """name -> float64 tensor of a safetensors file with F32 / BF16 tensors
+    (BF16 widened exactly by putting its 16 bits on top of an FP32)."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (size,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + size])
+    base = 8 + size
+    result = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        raw = blob[base + begin:base + end]
+        if entry["dtype"] == "F32":
+            values = np.frombuffer(raw, dtype="<f4").astype(np.float64)
+        elif entry["dtype"] == "BF16":
+            bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+            values = bits.view(np.float32).astype(np.float64)
+        else:
+            raise ValueError(f"{path}: tensor {name} has dtype {entry['dtype']} (F32 or BF16 expected)")
+        count = int(np.prod(entry["shape"], dtype=np.int64))
+        if values.size != count:
+            raise ValueError(f"{path}: tensor {name} holds {values.size} values, shape {entry['shape']}")
+        result[name] = torch.from_numpy(values.copy()).reshape(entry["shape"])
+    return result
 
 
 def write_folder(folder, config, weights):
@@ -277,6 +311,14 @@ def fake_quant_tiles(x, pow2):
     return (e4m3_quotient(xp, scale) * scale).reshape(rows, -1)[:, :cols]
 
 
+def straight_through(rounding, x):
+    """rounding(x) in the forward, the identity in the backward: the value is
+    exactly rounding(x) (x - x.detach() is an exact zero that only carries
+    x's gradient). Without autograd on x it is plain rounding(x)."""
+    rounded = rounding(x.detach())
+    return rounded + (x - x.detach()) if x.requires_grad else rounded
+
+
 def fake_quant_blocks(w, pow2):
     """w [out, in] -> dequantized E4M3 with 128x128 blocks."""
     out_f, in_f = w.shape
@@ -326,10 +368,20 @@ def rms_norm(x, weight, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
+def is_parameter(name):
+    """Tensors of the file that are model parameters (not rotary buffers)."""
+    return not name.endswith("rotary_emb.inv_freq")
+
+
 class Reference:
-    def __init__(self, config, weights):
+    """The model in float64. emulate=True applies the recipe's rounding
+    points; they are straight-through estimators (identity in the backward)
+    when autograd runs, which requires_grad=True turns on for every
+    parameter (self.w[name].grad after backward())."""
+
+    def __init__(self, config, weights, requires_grad=False):
         self.c = config
-        self.w = {name: t.to(F64) for name, t in weights.items()}
+        self.w = {name: t.to(F64).requires_grad_(requires_grad and is_parameter(name)) for name, t in weights.items()}
         self.heads, self.kv_heads, self.head_dim = dims(config)
         self.inv_freq = rope_inverse_frequencies(config, self.head_dim)
         self.quantized = {}
@@ -339,13 +391,14 @@ class Reference:
             return self.w[name]
         key = (name, pow2)
         if key not in self.quantized:
-            self.quantized[key] = fake_quant_blocks(self.w[name], pow2)
-        return self.quantized[key]
+            self.quantized[key] = fake_quant_blocks(self.w[name].detach(), pow2)
+        w = self.w[name]
+        return self.quantized[key] + (w - w.detach()) if w.requires_grad else self.quantized[key]
 
     def linear(self, x, name, mode, emulate, pow2, bias=None):
         fp8 = emulate and mode == "fp8"
         if emulate:
-            x = fake_quant_tiles(x, pow2) if fp8 else bf16(x)
+            x = straight_through((lambda t: fake_quant_tiles(t, pow2)) if fp8 else bf16, x)
         y = x @ self.weight(name + ".weight", fp8, pow2).T
         if bias is not None and (name + ".bias") in self.w:
             y = y + self.w[name + ".bias"]
@@ -355,19 +408,28 @@ class Reference:
         """q [T, H, D], k/v [T, KV, D] post-RoPE -> [T, H * D]; scales are 1."""
         t = q.shape[0]
         if emulate:
-            k, v = (e4m3(k), e4m3(v)) if kv == "e4m3" else (bf16(k), bf16(v))
-            q = e4m3(q) if math_mode == "fp8" else bf16(q)
+            kv_rounding = e4m3 if kv == "e4m3" else bf16
+            k, v = straight_through(kv_rounding, k), straight_through(kv_rounding, v)
+            q = straight_through(e4m3 if math_mode == "fp8" else bf16, q)
         group = self.heads // self.kv_heads
         k = k.repeat_interleave(group, dim=1)  # repeat_kv
         v = v.repeat_interleave(group, dim=1)
         s = torch.einsum("thd,uhd->htu", q, k) / math.sqrt(self.head_dim)
         causal = torch.ones(t, t, dtype=torch.bool).tril()
         s = s.masked_fill(~causal, -math.inf)
-        p = torch.exp(s - s.amax(dim=-1, keepdim=True))
+        p = torch.exp(s - s.amax(dim=-1, keepdim=True).detach())
         total = p.sum(dim=-1, keepdim=True)
+        p_hat = p.detach()
         if emulate:
-            p = e4m3(p * 448.0) / 448.0 if math_mode == "fp8" else bf16(p)
-        out = torch.einsum("htu,uhd->thd", p, v) / total.permute(1, 0, 2)
+            p_hat = e4m3(p_hat * 448.0) / 448.0 if math_mode == "fp8" else bf16(p_hat)
+        if p.requires_grad:
+            # Forward: the weights p^ / l of the values; backward: the softmax
+            # Jacobian of the unrounded P = p / l (p^ -> p straight through).
+            probs = p / total
+            weights = p_hat / total.detach() + (probs - probs.detach())
+            out = torch.einsum("htu,uhd->thd", weights, v)
+        else:
+            out = torch.einsum("htu,uhd->thd", p_hat, v) / total.permute(1, 0, 2)
         return out.reshape(t, -1)
 
     def forward(self, tokens, recipe, emulate, noise=None):
@@ -404,7 +466,7 @@ class Reference:
             x = x + self.linear(torch.nn.functional.silu(gate) * up, p + "mlp.down_proj", linear, emulate, pow2)
         h = rms_norm(x, w["model.norm.weight"], eps)
         if emulate:
-            h = bf16(h)
+            h = straight_through(bf16, h)
         head = w["lm_head.weight"] if "lm_head.weight" in w else w["model.embed_tokens.weight"]
         return h @ head.T
 

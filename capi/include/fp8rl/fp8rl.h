@@ -671,8 +671,10 @@ FP8RL_API fp8rl_status fp8rl_policy_export_fp8(fp8rl_policy* policy, const char*
  *
  * Rollouts made by the policy stay valid.
  * @param policy The policy, or NULL (then nothing happens).
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if a trainer still uses the policy
+ *         (fp8rl_trainer_create()); nothing is destroyed then.
  * Not thread-safe with other calls on the same policy; serialized with calls on its context.
- * @return ::FP8RL_OK (it cannot fail).
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_policy_destroy(fp8rl_policy* policy);
 
@@ -1010,17 +1012,17 @@ typedef struct fp8rl_importance_options {
 
 /** Mismatch metrics over a batch of completion tokens. */
 typedef struct fp8rl_mismatch_metrics {
-  uint32_t struct_size;          /**< Set by the caller to sizeof(fp8rl_mismatch_metrics). */
-  int64_t tokens;                /**< Tokens measured. */
-  int64_t non_finite_tokens;     /**< Tokens with a non-finite logp_gen, left out of the means below. */
-  double token_mult_prob_error;  /**< Mean exp(|logp_train - logp_gen|); 1 when identical. */
-  double gen_kl_error;           /**< Mean k3 estimate of KL(gen || train): exp(x) - x - 1, x = logp_train - logp_gen. */
-  double gen_kl_k1;              /**< Mean logp_gen - logp_train (the k1 estimate of the same KL). */
-  double policy_kl_error;        /**< Mean k3 estimate of KL(train || gen). */
-  double is_weight_mean;         /**< Mean importance weight under the options. */
-  double is_truncated_fraction;  /**< Fraction of tokens whose weight was truncated. */
-  double is_masked_fraction;     /**< Fraction of tokens whose weight was masked to 0. */
-  int64_t is_masked_sequences;   /**< Sequences masked as a whole. */
+  uint32_t struct_size;         /**< Set by the caller to sizeof(fp8rl_mismatch_metrics). */
+  int64_t tokens;               /**< Tokens measured. */
+  int64_t non_finite_tokens;    /**< Tokens with a non-finite logp_gen, left out of the means below. */
+  double token_mult_prob_error; /**< Mean exp(|logp_train - logp_gen|); 1 when identical. */
+  double gen_kl_error;          /**< Mean k3 estimate of KL(gen || train): exp(x) - x - 1, x = logp_train - logp_gen. */
+  double gen_kl_k1;             /**< Mean logp_gen - logp_train (the k1 estimate of the same KL). */
+  double policy_kl_error;       /**< Mean k3 estimate of KL(train || gen). */
+  double is_weight_mean;        /**< Mean importance weight under the options. */
+  double is_truncated_fraction; /**< Fraction of tokens whose weight was truncated. */
+  double is_masked_fraction;    /**< Fraction of tokens whose weight was masked to 0. */
+  int64_t is_masked_sequences;  /**< Sequences masked as a whole. */
 } fp8rl_mismatch_metrics;
 
 /**
@@ -1053,6 +1055,322 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, c
                                                       const int64_t* offsets, int64_t num_sequences,
                                                       const fp8rl_importance_options* options,
                                                       fp8rl_mismatch_metrics* out_metrics);
+
+/** @} */
+
+/** @defgroup training Training steps
+ *  RL (or SFT) steps on a policy, in the policy's own recipe: the trainer
+ *  recomputes the batch's log-probs, forms advantages, runs the loss's forward
+ *  and backward over micro-batches (FP8 fprop, dgrad and wgrad under an FP8
+ *  recipe), clips the global gradient norm, takes an AdamW step on the FP32
+ *  master weights and recalibrates: every compute copy of the weights is
+ *  requantized with fresh block scales and the attention (Q/K/V) scales are
+ *  replaced by those measured in the step's training forward pass. The
+ *  policy then generates with the new weights.
+ *
+ *  @code
+ *  fp8rl_trainer_options options;
+ *  fp8rl_trainer_options_init(&options);
+ *  fp8rl_trainer* trainer;
+ *  fp8rl_trainer_create(policy, &options, &trainer);
+ *  for (int step = 0; step < steps; ++step) {
+ *    fp8rl_trainer_next_seeds(trainer, num_prompts, seeds);
+ *    fp8rl_policy_generate(policy, prompts, prompt_offsets, num_prompts, seeds, &sampling, &rollout);
+ *    // ... lay prompts + completions out in a batch, score them: rewards ...
+ *    fp8rl_train_batch batch;
+ *    fp8rl_train_batch_init(&batch);
+ *    // batch.tokens, offsets, num_sequences, prompt_lengths, logp_gen, rewards ...
+ *    fp8rl_train_metrics metrics = {sizeof(metrics)};
+ *    fp8rl_trainer_step(trainer, &batch, &metrics);
+ *    fp8rl_rollout_destroy(rollout);
+ *  }
+ *  fp8rl_trainer_save_state(trainer, "run/state.safetensors");
+ *  fp8rl_trainer_destroy(trainer);
+ *  @endcode
+ *  @{ */
+
+/** Opaque handle: a trainer bound to one policy. */
+typedef struct fp8rl_trainer fp8rl_trainer;
+
+/** The per-token loss. */
+typedef enum fp8rl_loss_kind {
+  FP8RL_LOSS_CLIPPED_POLICY_GRADIENT = 0, /**< GRPO/PPO: -w min(r A, clip(r, 1 - clip_low, 1 + clip_high) A)
+                                               + w beta KL, r = exp(logp - logp_old). */
+  FP8RL_LOSS_CROSS_ENTROPY = 1,           /**< SFT: -logp of every completion token. */
+  FP8RL_LOSS_FORCE_32BIT = 0x7FFFFFFF
+} fp8rl_loss_kind;
+
+/** Estimator of KL(policy || reference) per token, x = logp_ref - logp. */
+typedef enum fp8rl_kl_estimator {
+  FP8RL_KL_K1 = 1, /**< -x. */
+  FP8RL_KL_K3 = 3, /**< exp(x) - x - 1 (never negative). */
+  FP8RL_KL_FORCE_32BIT = 0x7FFFFFFF
+} fp8rl_kl_estimator;
+
+/** How token losses become the batch loss. */
+typedef enum fp8rl_aggregation {
+  FP8RL_AGGREGATION_TOKEN_MEAN = 0,    /**< Mean over all completion tokens of the batch. */
+  FP8RL_AGGREGATION_SEQUENCE_MEAN = 1, /**< Mean over sequences of their token means. */
+  FP8RL_AGGREGATION_FORCE_32BIT = 0x7FFFFFFF
+} fp8rl_aggregation;
+
+/** The baseline advantages are measured from, within a group of completions of one prompt. */
+typedef enum fp8rl_advantage_baseline {
+  FP8RL_BASELINE_GROUP_MEAN = 0,    /**< A = r - mean of the group. */
+  FP8RL_BASELINE_LEAVE_ONE_OUT = 1, /**< A = r - mean of the others (RLOO; group size >= 2). */
+  FP8RL_BASELINE_FORCE_32BIT = 0x7FFFFFFF
+} fp8rl_advantage_baseline;
+
+/** Learning-rate schedule over optimizer steps. */
+typedef enum fp8rl_lr_schedule {
+  FP8RL_LR_CONSTANT = 0,        /**< learning_rate throughout. */
+  FP8RL_LR_WARMUP_CONSTANT = 1, /**< Linear warmup over warmup_steps, then constant. */
+  FP8RL_LR_WARMUP_COSINE = 2,   /**< Linear warmup, then cosine decay to min_lr_ratio * learning_rate at total_steps. */
+  FP8RL_LR_FORCE_32BIT = 0x7FFFFFFF
+} fp8rl_lr_schedule;
+
+/** Trainer options. Fill with fp8rl_trainer_options_init(). */
+typedef struct fp8rl_trainer_options {
+  uint32_t struct_size;                  /**< sizeof(fp8rl_trainer_options), set by the init function. */
+  fp8rl_loss_kind loss;                  /**< Default ::FP8RL_LOSS_CLIPPED_POLICY_GRADIENT. */
+  double clip_low;                       /**< epsilon_low in [0, 1]; default 0.2. */
+  double clip_high;                      /**< epsilon_high >= 0; default 0.2 (DAPO's clip-higher: 0.28). */
+  fp8rl_importance_mode importance_mode; /**< Token-level IS correction w = exp(logp_old - logp_gen); default
+                                              ::FP8RL_IMPORTANCE_OFF. Any other mode needs logp_gen in the batch. */
+  double importance_low;                 /**< Lower bound of w, >= 0; default 0. */
+  double importance_high;                /**< Upper bound (truncation cap) of w, > 0; default 2. */
+  double kl_coefficient;           /**< beta >= 0 of the KL penalty to the reference; > 0 needs logp_ref. Default 0. */
+  fp8rl_kl_estimator kl_estimator; /**< Default ::FP8RL_KL_K3. */
+  fp8rl_aggregation aggregation;   /**< Default ::FP8RL_AGGREGATION_TOKEN_MEAN. */
+  int32_t group_size;              /**< Completions per prompt, consecutive in the batch (>= 1; default 1):
+                                        the groups of reward normalization. */
+  fp8rl_advantage_baseline baseline; /**< Default ::FP8RL_BASELINE_GROUP_MEAN. */
+  int32_t normalize_by_std;          /**< Non-zero: divide advantages by the group's std + epsilon. Default 0. */
+  int32_t sample_std;                /**< Non-zero (default): sample std (n - 1); 0: population std. */
+  double advantage_epsilon;          /**< >= 0; default 1e-6. */
+  double learning_rate;              /**< Peak learning rate >= 0; default 1e-6. */
+  fp8rl_lr_schedule schedule;        /**< Default ::FP8RL_LR_CONSTANT. */
+  int64_t warmup_steps;              /**< >= 0; default 0. */
+  int64_t total_steps;               /**< Cosine schedule: warmup + decay steps; default 0. */
+  double min_lr_ratio;               /**< Cosine schedule: final / peak rate in [0, 1]; default 0. */
+  double beta1;                      /**< AdamW beta1 in [0, 1); default 0.9. */
+  double beta2;                      /**< AdamW beta2 in [0, 1); default 0.999. */
+  double adam_epsilon;               /**< AdamW epsilon > 0; default 1e-8. */
+  double weight_decay;               /**< >= 0, on matrices only (not norms, biases); default 0.01. */
+  double max_grad_norm;              /**< Global L2 clipping; 0 turns it off. Default 1. */
+  float temperature;                 /**< Training log-probs are log softmax(logits / temperature) over the
+                                          whole vocabulary (> 0; default 1): use the sampling temperature with
+                                          top_k 0 and top_p 1 for log-probs equal to the generator's. */
+  int64_t micro_batch_tokens;        /**< Tokens per micro-batch (>= 1; default 2048): activations of one
+                                          micro-batch are kept for its backward pass. */
+  int32_t recalibrate_after_step;    /**< Non-zero (default): fp8rl_trainer_recalibrate() after every step. */
+  double calibration_percentile;     /**< Of the per-token Q/K/V maxima, in (0, 100]; default 99.9. */
+  double calibration_margin;         /**< >= 1; default 1.05. */
+  double calibration_max_value;      /**< The FP8 magnitude the percentile maps to; default 448. */
+  uint64_t seed;                     /**< Seed of fp8rl_trainer_next_seeds(); default 0. */
+} fp8rl_trainer_options;
+
+/**
+ * @brief Fills @p options with the defaults each field documents.
+ * @param[out] options The struct to fill; struct_size is set.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_options_init(fp8rl_trainer_options* options);
+
+/**
+ * @brief Creates a trainer that trains @p policy in place.
+ * @param policy A valid policy; it must outlive the trainer (fp8rl_policy_destroy()
+ *        refuses while a trainer uses it).
+ * @param options Read only during the call.
+ * @param[out] out_trainer Receives the trainer, released with fp8rl_trainer_destroy();
+ *             unchanged on failure.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or bad options (the message names the field).
+ * @retval FP8RL_ERROR_VERSION_MISMATCH if options->struct_size is not one this library knows.
+ * @retval FP8RL_ERROR_OUT_OF_MEMORY if the optimizer state or gradients do not fit.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_create(fp8rl_policy* policy, const fp8rl_trainer_options* options,
+                                            fp8rl_trainer** out_trainer);
+
+/**
+ * @brief Destroys a trainer (the policy keeps its trained weights).
+ * @param trainer The trainer, or NULL (then nothing happens).
+ * Not thread-safe with other calls on the same trainer.
+ * @return ::FP8RL_OK (it cannot fail).
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_destroy(fp8rl_trainer* trainer);
+
+/**
+ * One batch of sequences for a training step: sequence i is
+ * tokens[offsets[i] .. offsets[i + 1]), its first prompt_lengths[i] tokens
+ * the prompt and the rest the completion. Per-token arrays cover the
+ * completion tokens only, sequence after sequence (as fp8rl_rollout_copy()
+ * lays completions out): num_completion_tokens = sum(length_i - prompt_lengths[i]).
+ * All arrays are caller-owned and read only during the call. Fill with fp8rl_train_batch_init().
+ */
+typedef struct fp8rl_train_batch {
+  uint32_t struct_size;          /**< sizeof(fp8rl_train_batch), set by the init function. */
+  const int32_t* tokens;         /**< offsets[num_sequences] token ids in [0, vocab_size). */
+  const int64_t* offsets;        /**< num_sequences + 1 offsets: 0 first, increasing. */
+  int64_t num_sequences;         /**< > 0; a multiple of the group size when rewards are given. */
+  const int64_t* prompt_lengths; /**< One per sequence, in [1, length]. */
+  int64_t num_completion_tokens; /**< The length of the per-token arrays below (checked). */
+  const float* logp_gen;         /**< Per completion token: the generator's log-probs. Needed for importance
+                                      weighting; when given, the metrics include the mismatch. May be NULL. */
+  const float* logp_ref;         /**< Per completion token: a reference policy's log-probs (e.g. from
+                                      fp8rl_policy_score()). Needed when kl_coefficient > 0. May be NULL. */
+  const float* rewards;          /**< Per sequence; advantages are then normalized within groups. */
+  const float* advantages;       /**< Per sequence, given by the host. A policy-gradient loss takes exactly
+                                      one of rewards and advantages; cross-entropy takes neither. */
+  double generation_seconds;     /**< The host's generation time, reported in the time breakdown; default 0. */
+} fp8rl_train_batch;
+
+/**
+ * @brief Fills @p batch with NULL arrays, zero counts and struct_size.
+ * @param[out] batch The struct to fill.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch);
+
+/** What one training step did. */
+typedef struct fp8rl_train_metrics {
+  uint32_t struct_size;          /**< Set by the caller to sizeof(fp8rl_train_metrics). */
+  int64_t step;                  /**< Steps taken, this one included. */
+  int32_t skipped;               /**< Non-zero: the gradient was not finite; weights, optimizer state and
+                                      scales are unchanged (the message is logged at warning level). */
+  int32_t clipped;               /**< Non-zero: the gradient norm exceeded max_grad_norm. */
+  double loss;                   /**< The batch loss. */
+  double grad_norm;              /**< Global L2 norm before clipping. */
+  double learning_rate;          /**< The rate of this step. */
+  double clip_fraction;          /**< Fraction of tokens whose clipped branch was active. */
+  double ratio_mean;             /**< Mean r = exp(logp - logp_old) (1 on-policy). */
+  double entropy;                /**< Mean entropy of the training distribution over completion tokens. */
+  double kl_k1;                  /**< Mean k1 KL to the reference (0 without logp_ref). */
+  double kl_k3;                  /**< Mean k3 KL to the reference (0 without logp_ref). */
+  double reward_mean;            /**< Mean reward (0 when advantages were given). */
+  int32_t has_mismatch;          /**< Non-zero when logp_gen was given and the fields below are set. */
+  double token_mult_prob_error;  /**< Mean exp(|logp_old - logp_gen|); 1 when identical. */
+  double gen_kl_error;           /**< Mean k3 of KL(gen || train). */
+  double is_weight_mean;         /**< Mean importance weight (1 when off). */
+  double is_truncated_fraction;  /**< Fraction of tokens whose weight was truncated. */
+  double is_masked_fraction;     /**< Fraction of tokens whose weight was masked to 0. */
+  int64_t sequences;             /**< Sequences in the batch. */
+  int64_t completion_tokens;     /**< Completion tokens in the batch. */
+  int64_t trained_tokens;        /**< Tokens through the training forward and backward passes. */
+  double tokens_per_second;      /**< trained_tokens / train_seconds. */
+  double generation_seconds;     /**< As the batch reported it. */
+  double recompute_seconds;      /**< Recomputing logp_old. */
+  double train_seconds;          /**< Forward, backward and optimizer. */
+  double recalibration_seconds;  /**< Requantizing the weights and replacing the attention scales. */
+  double recalibration_fraction; /**< recalibration / (generation + recompute + train + recalibration). */
+} fp8rl_train_metrics;
+
+/**
+ * @brief One training step on a batch.
+ * @param trainer A valid trainer.
+ * @param batch The batch; read only during the call.
+ * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed sequences, prompt lengths or
+ *         counts, a missing or extra array for the loss (the message names it); nothing changes then.
+ * @retval FP8RL_ERROR_NON_FINITE for NaN/Inf rewards, advantages, or log-probs where the loss reads them.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
+ * A step whose gradient is not finite is not an error: it returns ::FP8RL_OK with skipped set.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_train_batch* batch,
+                                          fp8rl_train_metrics* out_metrics);
+
+/**
+ * @brief The completion tokens' log-probs under the training distribution (log
+ *        softmax(logits / temperature)), as a step recomputes logp_old.
+ * @param trainer A valid trainer.
+ * @param tokens Caller-owned token ids, offsets[num_sequences] of them.
+ * @param offsets Caller-owned, num_sequences + 1 offsets: 0 first, increasing.
+ * @param num_sequences Number of sequences (> 0).
+ * @param prompt_lengths Caller-owned, one per sequence, in [1, length].
+ * @param[out] logprobs Caller-owned; receives sum(length_i - prompt_lengths[i]) values.
+ * @param capacity Capacity of @p logprobs; at least that sum.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed sequences or a too small capacity.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_recompute_logprobs(fp8rl_trainer* trainer, const int32_t* tokens,
+                                                        const int64_t* offsets, int64_t num_sequences,
+                                                        const int64_t* prompt_lengths, float* logprobs,
+                                                        int64_t capacity);
+
+/**
+ * @brief Requantizes every compute copy of the policy's weights from its FP32
+ *        master weights (fresh block scales) and applies the attention scales
+ *        measured in the last step's training forward pass, if any.
+ *
+ * Steps call it themselves unless recalibrate_after_step is 0.
+ * @param trainer A valid trainer.
+ * @param[out] out_seconds NULL, or receives the time it took.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for a NULL trainer.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_recalibrate(fp8rl_trainer* trainer, double* out_seconds);
+
+/**
+ * @brief Seeds for the next @p count rollouts, from the trainer's seed stream
+ *        (part of the saved state, so a resumed run draws the same seeds).
+ * @param trainer A valid trainer.
+ * @param count Number of seeds (>= 0).
+ * @param[out] seeds Caller-owned, count entries.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or a negative count.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_next_seeds(fp8rl_trainer* trainer, int64_t count, uint64_t* seeds);
+
+/**
+ * @brief Saves the whole training state (master weights, optimizer moments,
+ *        step counters, seed stream, recipe, attention scales) to one file.
+ *
+ * The write is atomic: a crash mid-save leaves the previous file intact.
+ * @param trainer A valid trainer.
+ * @param path The file to write (a .safetensors file; its folder must exist).
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * @retval FP8RL_ERROR_IO if the file cannot be written.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_save_state(fp8rl_trainer* trainer, const char* path);
+
+/**
+ * @brief Restores a state fp8rl_trainer_save_state() wrote; later steps
+ *        continue bit for bit as the saved run did (given the same options).
+ *
+ * The file is read and validated in full before anything changes.
+ * @param trainer A valid trainer whose policy has the saved model's config.
+ * @param path The file to read.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or a state of another model.
+ * @retval FP8RL_ERROR_IO if the file cannot be read.
+ * @retval FP8RL_ERROR_CORRUPT_DATA for a damaged or incomplete file (the message names the item).
+ * @retval FP8RL_ERROR_NON_FINITE for NaN/Inf weights, moments or scales.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_load_state(fp8rl_trainer* trainer, const char* path);
+
+/**
+ * @brief The wall-clock seconds fp8rl_policy_generate() took to produce @p rollout
+ *        (for fp8rl_train_batch::generation_seconds).
+ * @param rollout A valid rollout.
+ * @param[out] out_seconds Receives the time.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * Thread-safe (a rollout is read-only).
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_rollout_seconds(const fp8rl_rollout* rollout, double* out_seconds);
 
 /** @} */
 

@@ -1,0 +1,309 @@
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api_guard.h"
+#include "core/train/trainer.h"
+#include "core/train/training_state.h"
+#include "handles.h"
+#include "sequence_arrays.h"
+#include "struct_output.h"
+
+using namespace fp8rl::capi;
+namespace train = fp8rl::train;
+
+namespace {
+
+fp8rl_trainer_options default_trainer_options() {
+  const train::TrainerOptions d;
+  fp8rl_trainer_options o{};
+  o.struct_size = sizeof(o);
+  o.loss = static_cast<fp8rl_loss_kind>(d.loss.kind);
+  o.clip_low = d.loss.clip_low;
+  o.clip_high = d.loss.clip_high;
+  o.importance_mode = static_cast<fp8rl_importance_mode>(d.loss.importance.mode);
+  o.importance_low = d.loss.importance.low;
+  o.importance_high = d.loss.importance.high;
+  o.kl_coefficient = d.loss.kl_coefficient;
+  o.kl_estimator = static_cast<fp8rl_kl_estimator>(d.loss.kl_estimator);
+  o.aggregation = static_cast<fp8rl_aggregation>(d.loss.aggregation);
+  o.group_size = static_cast<int32_t>(d.advantages.group_size);
+  o.baseline = static_cast<fp8rl_advantage_baseline>(d.advantages.baseline);
+  o.normalize_by_std = d.advantages.normalize_by_std ? 1 : 0;
+  o.sample_std = d.advantages.sample_std ? 1 : 0;
+  o.advantage_epsilon = d.advantages.epsilon;
+  o.learning_rate = d.schedule.base_lr;
+  o.schedule = static_cast<fp8rl_lr_schedule>(d.schedule.kind);
+  o.warmup_steps = d.schedule.warmup_steps;
+  o.total_steps = d.schedule.total_steps;
+  o.min_lr_ratio = d.schedule.min_lr_ratio;
+  o.beta1 = d.optimizer.beta1;
+  o.beta2 = d.optimizer.beta2;
+  o.adam_epsilon = d.optimizer.eps;
+  o.weight_decay = d.optimizer.weight_decay;
+  o.max_grad_norm = d.max_grad_norm;
+  o.temperature = d.temperature;
+  o.micro_batch_tokens = d.micro_batch_tokens;
+  o.recalibrate_after_step = d.recalibrate_after_step ? 1 : 0;
+  o.calibration_percentile = d.calibration.percentile;
+  o.calibration_margin = d.calibration.margin;
+  o.calibration_max_value = d.calibration.max_value;
+  o.seed = d.seed;
+  return o;
+}
+
+// An enum field's value, checked against its valid values.
+template <class Internal, class Public>
+Internal enum_from(Public value, std::initializer_list<int64_t> valid, const char* field) {
+  const auto v = static_cast<int64_t>(value);
+  fp8rl::require(std::find(valid.begin(), valid.end(), v) != valid.end(),
+                 std::string("options->") + field + " is " + std::to_string(v) + ", not one of its enum's values");
+  return static_cast<Internal>(v);
+}
+
+// The core validates the values (validate_trainer_options); this checks the enums.
+train::TrainerOptions trainer_options_from(const fp8rl_trainer_options* given) {
+  const fp8rl_trainer_options o = read_options(given, default_trainer_options(), "options");
+  train::TrainerOptions t;
+  t.loss.kind = enum_from<train::LossKind>(o.loss, {0, 1}, "loss");
+  t.loss.clip_low = o.clip_low;
+  t.loss.clip_high = o.clip_high;
+  t.loss.importance.mode = enum_from<train::ImportanceMode>(o.importance_mode, {0, 1, 2, 3, 4}, "importance_mode");
+  t.loss.importance.low = o.importance_low;
+  t.loss.importance.high = o.importance_high;
+  t.loss.kl_coefficient = o.kl_coefficient;
+  t.loss.kl_estimator = enum_from<train::KlEstimator>(o.kl_estimator, {1, 3}, "kl_estimator");
+  t.loss.aggregation = enum_from<train::Aggregation>(o.aggregation, {0, 1}, "aggregation");
+  t.advantages.group_size = o.group_size;
+  t.advantages.baseline = enum_from<train::AdvantageBaseline>(o.baseline, {0, 1}, "baseline");
+  t.advantages.normalize_by_std = o.normalize_by_std != 0;
+  t.advantages.sample_std = o.sample_std != 0;
+  t.advantages.epsilon = o.advantage_epsilon;
+  t.schedule.base_lr = o.learning_rate;
+  t.schedule.kind = enum_from<train::LrScheduleKind>(o.schedule, {0, 1, 2}, "schedule");
+  t.schedule.warmup_steps = o.warmup_steps;
+  t.schedule.total_steps = o.total_steps;
+  t.schedule.min_lr_ratio = o.min_lr_ratio;
+  t.optimizer.beta1 = o.beta1;
+  t.optimizer.beta2 = o.beta2;
+  t.optimizer.eps = o.adam_epsilon;
+  t.optimizer.weight_decay = o.weight_decay;
+  t.max_grad_norm = o.max_grad_norm;
+  t.temperature = o.temperature;
+  t.micro_batch_tokens = o.micro_batch_tokens;
+  t.recalibrate_after_step = o.recalibrate_after_step != 0;
+  t.calibration.percentile = o.calibration_percentile;
+  t.calibration.margin = o.calibration_margin;
+  t.calibration.max_value = o.calibration_max_value;
+  t.seed = o.seed;
+  return t;
+}
+
+fp8rl_train_batch default_train_batch() {
+  fp8rl_train_batch batch{};
+  batch.struct_size = sizeof(batch);
+  return batch;
+}
+
+// The batch as the core takes it; the per-token count is checked here, where
+// the C arrays' lengths are known.
+train::TrainBatch train_batch_from(const fp8rl_train_batch& b) {
+  const auto sequences =
+      sequences_from(b.tokens, b.offsets, b.num_sequences, "batch->tokens", "batch->offsets", "batch->num_sequences");
+  fp8rl::require(b.prompt_lengths != nullptr, "batch->prompt_lengths is NULL");
+  const int64_t expected = completion_tokens(sequences, b.prompt_lengths);
+  fp8rl::require(expected < 0 || expected == b.num_completion_tokens,
+                 "batch->num_completion_tokens is " + std::to_string(b.num_completion_tokens) +
+                     " but the sequences hold " + std::to_string(expected) + " completion tokens");
+  fp8rl::require(b.generation_seconds >= 0.0, "batch->generation_seconds must be >= 0");
+  train::TrainBatch batch;
+  batch.sequences = sequences;
+  batch.prompt_lengths = b.prompt_lengths;
+  batch.logp_gen = b.logp_gen;
+  batch.logp_ref = b.logp_ref;
+  batch.rewards = b.rewards;
+  batch.advantages = b.advantages;
+  batch.generation_seconds = b.generation_seconds;
+  return batch;
+}
+
+fp8rl_train_metrics to_public(const train::StepMetrics& m) {
+  fp8rl_train_metrics r{};
+  r.step = m.step;
+  r.skipped = m.skipped ? 1 : 0;
+  r.clipped = m.clipped ? 1 : 0;
+  r.loss = m.loss;
+  r.grad_norm = m.grad_norm;
+  r.learning_rate = m.learning_rate;
+  r.clip_fraction = m.loss_stats.clip_fraction;
+  r.ratio_mean = m.loss_stats.ratio_mean;
+  r.entropy = m.entropy;
+  r.kl_k1 = m.loss_stats.kl_k1_mean;
+  r.kl_k3 = m.loss_stats.kl_k3_mean;
+  r.reward_mean = m.reward_mean;
+  r.has_mismatch = m.has_mismatch ? 1 : 0;
+  r.token_mult_prob_error = m.mismatch.token_mult_prob_error;
+  r.gen_kl_error = m.mismatch.gen_kl_error;
+  r.is_weight_mean = m.has_mismatch ? m.mismatch.is_weight_mean : m.loss_stats.is_weight_mean;
+  r.is_truncated_fraction = m.mismatch.is_truncated_fraction;
+  r.is_masked_fraction = m.mismatch.is_masked_fraction;
+  r.sequences = m.sequences;
+  r.completion_tokens = m.completion_tokens;
+  r.trained_tokens = m.trained_tokens;
+  r.tokens_per_second = m.tokens_per_second;
+  r.generation_seconds = m.seconds.generation;
+  r.recompute_seconds = m.seconds.recompute;
+  r.train_seconds = m.seconds.train;
+  r.recalibration_seconds = m.seconds.recalibration;
+  r.recalibration_fraction = m.recalibration_fraction;
+  return r;
+}
+
+std::mutex& mutex_of(const fp8rl_trainer* trainer) {
+  fp8rl::require(trainer != nullptr, "trainer is NULL");
+  return trainer->policy->context->impl.mutex();
+}
+
+}  // namespace
+
+extern "C" {
+
+FP8RL_API fp8rl_status fp8rl_trainer_options_init(fp8rl_trainer_options* options) {
+  return guarded(__func__, [&] {
+    fp8rl::require(options != nullptr, "options is NULL");
+    *options = default_trainer_options();
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch) {
+  return guarded(__func__, [&] {
+    fp8rl::require(batch != nullptr, "batch is NULL");
+    *batch = default_train_batch();
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_trainer_create(fp8rl_policy* policy, const fp8rl_trainer_options* options,
+                                            fp8rl_trainer** out_trainer) {
+  return guarded(__func__, [&] {
+    auto& impl = policy_of(policy);
+    fp8rl::require(out_trainer != nullptr, "out_trainer is NULL");
+    const train::TrainerOptions resolved = trainer_options_from(options);
+    train::validate_trainer_options(resolved);
+    auto handle = std::make_unique<fp8rl_trainer>();
+    handle->policy = policy;
+    {
+      const std::lock_guard<std::mutex> lock(policy->context->impl.mutex());
+      handle->impl = std::make_unique<train::Trainer>(impl, resolved);
+    }
+    ++policy->live_trainers;
+    *out_trainer = handle.release();
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_trainer_destroy(fp8rl_trainer* trainer) {
+  return guarded(__func__, [&] {
+    if (trainer == nullptr) return;
+    fp8rl_policy* policy = trainer->policy;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+      delete trainer;  // frees gradients and scratch through the context's backend
+    }
+    --policy->live_trainers;
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_train_batch* batch,
+                                          fp8rl_train_metrics* out_metrics) {
+  return guarded(__func__, [&] {
+    auto& impl = trainer_of(trainer);
+    fp8rl::require(out_metrics != nullptr, "out_metrics is NULL");
+    const fp8rl_train_batch given = read_options(batch, default_train_batch(), "batch");
+    const train::TrainBatch core_batch = train_batch_from(given);
+    train::StepMetrics metrics;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+      metrics = impl.step(core_batch);
+    }
+    if (metrics.skipped) {
+      trainer->policy->context->impl.logger().log(
+          fp8rl::LogLevel::warning,
+          "training step " + std::to_string(metrics.step) + " skipped: " + metrics.skip_reason);
+    }
+    write_struct(out_metrics, to_public(metrics), "out_metrics");
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_trainer_recompute_logprobs(fp8rl_trainer* trainer, const int32_t* tokens,
+                                                        const int64_t* offsets, int64_t num_sequences,
+                                                        const int64_t* prompt_lengths, float* logprobs,
+                                                        int64_t capacity) {
+  return guarded(__func__, [&] {
+    auto& impl = trainer_of(trainer);
+    const auto sequences = sequences_from(tokens, offsets, num_sequences, "tokens", "offsets", "num_sequences");
+    fp8rl::require(prompt_lengths != nullptr, "prompt_lengths is NULL");
+    fp8rl::require(logprobs != nullptr || capacity == 0, "logprobs is NULL");
+    const int64_t expected = completion_tokens(sequences, prompt_lengths);
+    if (expected >= 0) check_capacity(capacity, expected, "the completions hold");
+    const std::vector<int64_t> lengths(prompt_lengths, prompt_lengths + num_sequences);
+    std::vector<float> scores;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+      scores = impl.recompute_logprobs(sequences, lengths);
+    }
+    check_capacity(capacity, static_cast<int64_t>(scores.size()), "the completions hold");
+    std::copy(scores.begin(), scores.end(), logprobs);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_trainer_recalibrate(fp8rl_trainer* trainer, double* out_seconds) {
+  return guarded(__func__, [&] {
+    auto& impl = trainer_of(trainer);
+    double seconds = 0.0;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+      seconds = impl.recalibrate();
+    }
+    if (out_seconds != nullptr) *out_seconds = seconds;
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_trainer_next_seeds(fp8rl_trainer* trainer, int64_t count, uint64_t* seeds) {
+  return guarded(__func__, [&] {
+    auto& impl = trainer_of(trainer);
+    fp8rl::require(count >= 0, "count is " + std::to_string(count) + "; expected >= 0");
+    fp8rl::require(seeds != nullptr || count == 0, "seeds is NULL");
+    std::vector<uint64_t> drawn;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+      drawn = impl.next_seeds(count);
+    }
+    std::copy(drawn.begin(), drawn.end(), seeds);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_trainer_save_state(fp8rl_trainer* trainer, const char* path) {
+  return guarded(__func__, [&] {
+    auto& impl = trainer_of(trainer);
+    fp8rl::require(path != nullptr, "path is NULL");
+    train::TrainingState state;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+      state = impl.state();
+    }
+    train::save_training_state(path, state);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_trainer_load_state(fp8rl_trainer* trainer, const char* path) {
+  return guarded(__func__, [&] {
+    auto& impl = trainer_of(trainer);
+    fp8rl::require(path != nullptr, "path is NULL");
+    const train::TrainingState state = train::load_training_state(path);  // validated before anything changes
+    const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+    impl.restore(state);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,55 @@
+// The backward pass of one transformer layer over a recorded forward pass
+// (ModelRunner with a ForwardTape), the inverse order of
+// ModelRunner::layer_forward:
+//
+//   MLP        x_out = x_mid + down(silu(gate(n2)) * up(n2)),  n2 = rms_norm(x_mid)
+//   attention  x_mid = x_in + o(attention(rope(q(n1)), rope(k(n1)), v(n1))),  n1 = rms_norm(x_in)
+//
+// dresidual holds dL/dx_out on entry and dL/dx_in on exit. Every linear layer
+// runs its dgrad and wgrad GEMMs in its forward precision (linear_grads.h);
+// quantizers and roundings count as the identity (straight-through). Weight
+// gradients are accumulated (+=) into the layer's gradient buffers.
+#pragma once
+
+#include <cstdint>
+
+#include "core/model/model_config.h"
+#include "core/policy/kv_cache.h"
+#include "core/policy/model_runner.h"
+#include "core/train/linear_grads.h"
+#include "core/train/transposed_model.h"
+
+namespace fp8rl::train {
+
+struct LinearGradPointers {
+  float* weight = nullptr;  // [out, in]
+  float* bias = nullptr;    // [out]; null when the layer has none
+};
+
+struct LayerGradPointers {
+  float* input_norm = nullptr;           // [hidden]
+  float* post_attention_norm = nullptr;  // [hidden]
+  float* q_norm = nullptr;               // [head_dim]; null without qk_norm
+  float* k_norm = nullptr;               // [head_dim]
+  LinearGradPointers q, k, v, o, gate, up, down;
+};
+
+// Scratch of the backward pass, grown as needed, shared by all layers.
+struct LayerBackwardScratch {
+  DeviceArray<float> dnormed, dpartial;  // [tokens, hidden]
+  DeviceArray<float> dattention, dq;     // [tokens, q_dim]
+  DeviceArray<float> dk, dv;             // [tokens, kv_dim]
+  DeviceArray<float> dact, dgate, dup;   // [tokens, intermediate]
+  DeviceArray<float> dweight;            // the largest layer weight
+  DeviceArray<int32_t> zero_ids;         // [tokens] zeros: bias gradients as column sums
+  LinearGradScratch linear;
+};
+
+// One layer's backward. The pass's cache rows must be its tokens in order
+// (token t in cache row t), so that dK and dV per cache row are per token.
+void layer_backward(policy::ModelRunner& runner, const model::ModelConfig& config, const policy::CompiledModel& model,
+                    size_t index, const TransposedLayer& transposed, const policy::AttentionScales& scales,
+                    const policy::KvCache& cache, const policy::LayerActivations& saved, int64_t tokens,
+                    const LayerGradPointers& grads, float* dresidual, LayerBackwardScratch& scratch);
+
+}  // namespace fp8rl::train

@@ -1,0 +1,92 @@
+#include "core/train/training_pass.h"
+
+namespace fp8rl::train {
+
+TrainingPass::TrainingPass(policy::Policy& policy)
+    : policy_(policy),
+      tape_(policy.context().backend(), policy.config()),
+      head_(policy.context().backend(), policy.config()) {}
+
+TrainingPass::~TrainingPass() = default;
+
+std::vector<float> TrainingPass::forward(const rollout::TokenSequences& sequences,
+                                         const std::vector<int64_t>& prompt_lengths, int64_t begin, int64_t end,
+                                         float temperature, const policy::ActivationObserver& observer) {
+  // Every token but each sequence's last is fed; token t sits in cache row t,
+  // which layer_backward relies on.
+  policy::TokenBatch batch;
+  rows_ = HeadRows{};
+  for (int64_t i = begin; i < end; ++i) {
+    const int32_t* tokens = sequences.sequence(i);
+    const int64_t length = sequences.length(i), prompt = prompt_lengths[static_cast<size_t>(i)];
+    const int64_t first_row = static_cast<int64_t>(batch.size());
+    for (int64_t p = 0; p + 1 < length; ++p) {
+      if (p + 1 >= prompt) {
+        rows_.rows.push_back(static_cast<int32_t>(batch.size()));
+        rows_.targets.push_back(tokens[p + 1]);
+      }
+      batch.add(tokens[p], static_cast<int32_t>(p), first_row, false);
+    }
+  }
+  tokens_ = static_cast<int64_t>(batch.size());
+  temperature_ = temperature;
+  std::vector<float> logp(rows_.size());
+  if (tokens_ == 0) return logp;
+
+  Backend& backend = policy_.context().backend();
+  const model::ModelConfig& config = policy_.config();
+  if (!cache_ || cache_->rows() < tokens_) {
+    cache_.reset();  // free before allocating the larger one
+    cache_ = std::make_unique<policy::KvCache>(backend, policy_.compiled(), model::kv_dim(config), tokens_);
+  }
+  policy::PassLimits limits;
+  limits.max_tokens = tokens_;
+  policy_.runner().run(
+      policy_.compiled(), policy_.attention_scales(), batch, *cache_, limits, [](int64_t, int64_t, const float*) {},
+      observer, &tape_);
+  head_.logprobs(policy_.compiled(), tape_.final_residual(), rows_, temperature, logp.data());
+  return logp;
+}
+
+LayerGradPointers TrainingPass::layer_grads(ModelGrads& grads, size_t layer) {
+  const model::LayerParams& p = policy_.mutable_params().layers[layer];
+  LayerGradPointers g;
+  g.input_norm = grads.of(p.input_norm);
+  g.post_attention_norm = grads.of(p.post_attention_norm);
+  g.q_norm = grads.of(p.q_norm);
+  g.k_norm = grads.of(p.k_norm);
+  g.q = {grads.of(p.q_proj), grads.of(p.q_bias)};
+  g.k = {grads.of(p.k_proj), grads.of(p.k_bias)};
+  g.v = {grads.of(p.v_proj), grads.of(p.v_bias)};
+  g.o = {grads.of(p.o_proj), grads.of(p.o_bias)};
+  g.gate = {grads.of(p.gate_proj), nullptr};
+  g.up = {grads.of(p.up_proj), nullptr};
+  g.down = {grads.of(p.down_proj), nullptr};
+  return g;
+}
+
+void TrainingPass::backward(const float* grad_logp, const TransposedModel& transposed, ModelGrads& grads,
+                            float* entropy) {
+  if (tokens_ == 0) return;
+  Backend& backend = policy_.context().backend();
+  const model::ModelConfig& config = policy_.config();
+  const model::ModelParams& params = policy_.params();
+  const size_t residual = static_cast<size_t>(tokens_ * config.hidden_size);
+  dresidual_.reserve_discarding(backend, residual);
+  backend.zero_fill(dresidual_.data(), residual * sizeof(float));
+
+  HeadGrads head;
+  head.final_norm = grads.of(params.final_norm);
+  head.head = grads.of(params.lm_head.empty() ? params.embed_tokens : params.lm_head);
+  head_.backward(policy_.compiled(), transposed.head(), tape_.final_residual(), tokens_, rows_, temperature_, grad_logp,
+                 dresidual_.data(), head, entropy);
+  const policy::CompiledModel& model = policy_.compiled();
+  for (size_t layer = model.layers().size(); layer-- > 0;) {
+    layer_backward(policy_.runner(), config, model, layer, transposed.layers()[layer], policy_.attention_scales(),
+                   *cache_, tape_.layer(layer), tokens_, layer_grads(grads, layer), dresidual_.data(), scratch_);
+  }
+  backend.embedding_backward(dresidual_.data(), policy_.runner().pass_indices().ids.data(), tokens_, config.vocab_size,
+                             config.hidden_size, grads.of(params.embed_tokens));
+}
+
+}  // namespace fp8rl::train

@@ -1,0 +1,237 @@
+// The training functions of the C API: a whole RL loop through the public
+// header, state save and resume, and the error paths.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "capi/capi_policy_fixture.h"
+
+namespace capi_test {
+namespace {
+
+// A trainer destroyed at scope exit (before its policy, declared earlier).
+class Trainer {
+ public:
+  Trainer(fp8rl_policy* policy, const fp8rl_trainer_options& options) {
+    REQUIRE_MESSAGE(fp8rl_trainer_create(policy, &options, &trainer_) == FP8RL_OK,
+                    std::string(fp8rl_last_error_message()));
+  }
+  ~Trainer() { fp8rl_trainer_destroy(trainer_); }
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+  fp8rl_trainer* get() const { return trainer_; }
+
+ private:
+  fp8rl_trainer* trainer_ = nullptr;
+};
+
+fp8rl_trainer_options grpo_options() {
+  fp8rl_trainer_options options;
+  REQUIRE(fp8rl_trainer_options_init(&options) == FP8RL_OK);
+  options.learning_rate = 1e-3;
+  options.group_size = 2;
+  options.importance_mode = FP8RL_IMPORTANCE_TRUNCATED;
+  options.micro_batch_tokens = 24;
+  return options;
+}
+
+// Prompts and completions of one RL step, in the layout fp8rl_train_batch takes.
+struct StepData {
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> offsets{0};
+  std::vector<int64_t> prompt_lengths;
+  std::vector<float> logp_gen;
+  std::vector<float> rewards;
+  double generation_seconds = 0.0;
+
+  fp8rl_train_batch batch() const {
+    fp8rl_train_batch b;
+    REQUIRE(fp8rl_train_batch_init(&b) == FP8RL_OK);
+    b.tokens = tokens.data();
+    b.offsets = offsets.data();
+    b.num_sequences = static_cast<int64_t>(prompt_lengths.size());
+    b.prompt_lengths = prompt_lengths.data();
+    b.num_completion_tokens = static_cast<int64_t>(logp_gen.size());
+    b.logp_gen = logp_gen.data();
+    b.rewards = rewards.data();
+    b.generation_seconds = generation_seconds;
+    return b;
+  }
+};
+
+// Two completions of each of three prompts, seeds from the trainer; reward:
+// the fraction of even completion tokens.
+StepData rollout_step(fp8rl_policy* policy, fp8rl_trainer* trainer) {
+  Prompts prompts;
+  std::vector<uint64_t> seeds(6);
+  REQUIRE(fp8rl_trainer_next_seeds(trainer, 6, seeds.data()) == FP8RL_OK);
+  for (uint32_t i = 0; i < 6; ++i) prompts.add(make_prompt(2 + i / 2 * 3, i / 2), seeds[i]);
+  fp8rl_rollout* rollout = nullptr;
+  const fp8rl_sampling_options options = sampling(1.0f, 8);
+  REQUIRE(fp8rl_policy_generate(policy, prompts.tokens.data(), prompts.offsets.data(), prompts.count(),
+                                prompts.seeds.data(), &options, &rollout) == FP8RL_OK);
+  StepData step;
+  REQUIRE(fp8rl_rollout_seconds(rollout, &step.generation_seconds) == FP8RL_OK);
+  const std::vector<Completion> completions = read_rollout(rollout);
+  fp8rl_rollout_destroy(rollout);
+  for (size_t i = 0; i < completions.size(); ++i) {
+    const auto begin = prompts.tokens.begin() + prompts.offsets[i];
+    const auto end = prompts.tokens.begin() + prompts.offsets[i + 1];
+    step.tokens.insert(step.tokens.end(), begin, end);
+    step.prompt_lengths.push_back(end - begin);
+    step.tokens.insert(step.tokens.end(), completions[i].tokens.begin(), completions[i].tokens.end());
+    step.offsets.push_back(static_cast<int64_t>(step.tokens.size()));
+    step.logp_gen.insert(step.logp_gen.end(), completions[i].logprobs.begin(), completions[i].logprobs.end());
+    int64_t even = 0;
+    for (int32_t t : completions[i].tokens) even += t % 2 == 0 ? 1 : 0;
+    step.rewards.push_back(static_cast<float>(even) / static_cast<float>(completions[i].tokens.size()));
+  }
+  return step;
+}
+
+fp8rl_train_metrics train(fp8rl_trainer* trainer, const StepData& step) {
+  fp8rl_train_metrics metrics;
+  metrics.struct_size = sizeof(metrics);
+  const fp8rl_train_batch batch = step.batch();
+  REQUIRE_MESSAGE(fp8rl_trainer_step(trainer, &batch, &metrics) == FP8RL_OK, std::string(fp8rl_last_error_message()));
+  return metrics;
+}
+
+std::vector<float> scales_of(fp8rl_policy* policy, int64_t layers) {
+  std::vector<float> q(static_cast<size_t>(layers)), k(q), v(q);
+  REQUIRE(fp8rl_policy_get_attention_scales(policy, q.data(), k.data(), v.data(), layers) == FP8RL_OK);
+  q.insert(q.end(), k.begin(), k.end());
+  q.insert(q.end(), v.begin(), v.end());
+  return q;
+}
+
+std::string temp_path(const char* name) {
+  return (std::filesystem::temp_directory_path() / (std::string("fp8rl_capi_train_") + name)).string();
+}
+
+}  // namespace
+
+TEST_CASE("an RL loop through the C API: consistent log-probs, recalibration, metrics") {
+  CpuContext context;
+  Policy policy(context.get(), qwen3_config());
+  policy.set_recipe(fp8_everything_recipe());
+  Trainer trainer(policy.get(), grpo_options());
+  const std::vector<float> scales_before = scales_of(policy.get(), 3);
+  for (int s = 0; s < 2; ++s) {
+    const StepData step = rollout_step(policy.get(), trainer.get());
+    const fp8rl_train_metrics m = train(trainer.get(), step);
+    CHECK(m.step == s + 1);
+    CHECK(m.skipped == 0);
+    REQUIRE(m.has_mismatch == 1);
+    CHECK(m.token_mult_prob_error == 1.0);  // one engine, one recipe: bitwise equal log-probs
+    CHECK(m.gen_kl_error == 0.0);
+    CHECK(m.is_weight_mean == 1.0);
+    CHECK(m.completion_tokens == static_cast<int64_t>(step.logp_gen.size()));
+    CHECK(m.generation_seconds == step.generation_seconds);
+    CHECK(m.generation_seconds > 0.0);
+    CHECK(m.train_seconds > 0.0);
+    CHECK(m.recalibration_seconds > 0.0);
+    const double total = m.generation_seconds + m.recompute_seconds + m.train_seconds + m.recalibration_seconds;
+    CHECK(m.recalibration_fraction == doctest::Approx(m.recalibration_seconds / total));
+    CHECK(std::isfinite(m.loss));
+    CHECK(m.grad_norm > 0.0);
+    CHECK(m.entropy > 0.0);
+    CHECK(m.tokens_per_second > 0.0);
+  }
+  CHECK(scales_of(policy.get(), 3) != scales_before);
+
+  // Recomputed log-probs equal fp8rl_policy_score at the training temperature.
+  const StepData step = rollout_step(policy.get(), trainer.get());
+  std::vector<float> recomputed(step.logp_gen.size()), scored(step.logp_gen.size());
+  REQUIRE(fp8rl_trainer_recompute_logprobs(trainer.get(), step.tokens.data(), step.offsets.data(), 6,
+                                           step.prompt_lengths.data(), recomputed.data(),
+                                           static_cast<int64_t>(recomputed.size())) == FP8RL_OK);
+  const fp8rl_sampling_options options = sampling(1.0f, 8);
+  REQUIRE(fp8rl_policy_score(policy.get(), step.tokens.data(), step.offsets.data(), 6, step.prompt_lengths.data(),
+                             &options, scored.data(), static_cast<int64_t>(scored.size())) == FP8RL_OK);
+  CHECK(same_bits(recomputed, scored));
+  CHECK(same_bits(recomputed, step.logp_gen));
+}
+
+TEST_CASE("a saved training state resumes bit for bit through the C API") {
+  const std::string path = temp_path("state.safetensors");
+  CpuContext context;
+  Policy first(context.get(), qwen2_config());
+  first.set_recipe(fp8_everything_recipe());
+  Trainer a(first.get(), grpo_options());
+  train(a.get(), rollout_step(first.get(), a.get()));
+  REQUIRE(fp8rl_trainer_save_state(a.get(), path.c_str()) == FP8RL_OK);
+  const fp8rl_train_metrics expected = train(a.get(), rollout_step(first.get(), a.get()));
+
+  Policy second(context.get(), qwen2_config(), 99);
+  Trainer b(second.get(), grpo_options());
+  REQUIRE_MESSAGE(fp8rl_trainer_load_state(b.get(), path.c_str()) == FP8RL_OK, std::string(fp8rl_last_error_message()));
+  fp8rl_recipe recipe = default_recipe();
+  REQUIRE(fp8rl_policy_get_recipe(second.get(), &recipe) == FP8RL_OK);
+  CHECK(recipe.attention == FP8RL_PRECISION_FP8);
+  const fp8rl_train_metrics got = train(b.get(), rollout_step(second.get(), b.get()));
+  CHECK(got.step == expected.step);
+  CHECK(got.loss == expected.loss);
+  CHECK(got.grad_norm == expected.grad_norm);
+  CHECK(got.reward_mean == expected.reward_mean);
+  CHECK(scales_of(second.get(), 2) == scales_of(first.get(), 2));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("training functions refuse bad input with a message and change nothing") {
+  CpuContext context;
+  Policy policy(context.get(), llama_config());
+  fp8rl_trainer_options options = grpo_options();
+  fp8rl_trainer* trainer = nullptr;
+
+  options.importance_mode = static_cast<fp8rl_importance_mode>(9);
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "importance_mode");
+  options = grpo_options();
+  options.temperature = 0.0f;
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "temperature");
+  options = grpo_options();
+  options.struct_size = 3;
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_VERSION_MISMATCH, "struct_size");
+  check_error(fp8rl_trainer_create(nullptr, &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "policy is NULL");
+  CHECK(trainer == nullptr);
+
+  Trainer live(policy.get(), grpo_options());
+  check_error(fp8rl_policy_destroy(policy.get()), FP8RL_ERROR_INVALID_ARGUMENT, "trainer uses this policy");
+
+  const StepData step = rollout_step(policy.get(), live.get());
+  fp8rl_train_metrics metrics;
+  metrics.struct_size = sizeof(metrics);
+  fp8rl_train_batch batch = step.batch();
+  batch.num_completion_tokens += 1;
+  check_error(fp8rl_trainer_step(live.get(), &batch, &metrics), FP8RL_ERROR_INVALID_ARGUMENT, "num_completion_tokens");
+  batch = step.batch();
+  batch.logp_gen = nullptr;
+  check_error(fp8rl_trainer_step(live.get(), &batch, &metrics), FP8RL_ERROR_INVALID_ARGUMENT, "logp_gen");
+  batch = step.batch();
+  std::vector<float> bad_rewards = step.rewards;
+  bad_rewards[2] = NAN;
+  batch.rewards = bad_rewards.data();
+  check_error(fp8rl_trainer_step(live.get(), &batch, &metrics), FP8RL_ERROR_NON_FINITE, "reward");
+  check_error(fp8rl_trainer_step(nullptr, &batch, &metrics), FP8RL_ERROR_INVALID_ARGUMENT, "trainer is NULL");
+  check_error(fp8rl_trainer_step(live.get(), nullptr, &metrics), FP8RL_ERROR_INVALID_ARGUMENT, "batch is NULL");
+  check_error(fp8rl_trainer_next_seeds(live.get(), -1, nullptr), FP8RL_ERROR_INVALID_ARGUMENT, "count");
+
+  // A corrupt state file leaves the trainer as it was: the next step matches a twin's.
+  const std::string path = temp_path("corrupt.safetensors");
+  {
+    std::ofstream file(path, std::ios::binary);
+    file << "definitely not a safetensors file";
+  }
+  check_error(fp8rl_trainer_load_state(live.get(), path.c_str()), FP8RL_ERROR_CORRUPT_DATA, path.c_str());
+  check_error(fp8rl_trainer_load_state(live.get(), temp_path("missing").c_str()), FP8RL_ERROR_IO, "missing");
+  Policy twin_policy(context.get(), llama_config());
+  Trainer twin(twin_policy.get(), grpo_options());
+  const StepData twin_step = rollout_step(twin_policy.get(), twin.get());
+  CHECK(train(live.get(), step).loss == train(twin.get(), twin_step).loss);
+  std::filesystem::remove(path);
+}
+
+}  // namespace capi_test

@@ -1,0 +1,126 @@
+// Writes the loss gradients our trainer computes for a Hugging Face folder
+// and a batch, so that tests/oracle_torch/torch_grads.py can compare them
+// with PyTorch autograd and with finite differences.
+//
+//   dump_grads --model DIR --recipe bf16|fp8 --batch BATCH.json --out OUT.safetensors
+//
+// BATCH.json: {"temperature": T, "loss": "policy_gradient" | "cross_entropy",
+//              "sequences": [[id, ...], ...], "prompt_lengths": [n, ...],
+//              "advantages": [a per sequence]}
+// The loss is a token mean over the completion tokens; the policy-gradient
+// loss is the clipped surrogate with logp_old recomputed by the trainer (so
+// the ratio is 1). OUT.safetensors: F32 gradients under the parameters'
+// Hugging Face names, "logp" [completion tokens] and "loss" [1].
+// CPU backend with FP8RL_THREADS threads (default 2). Exit status 0 on
+// success, 2 for bad arguments, 1 for a library error (message on stderr).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "core/io/json.h"
+#include "core/io/safetensors.h"
+#include "core/model/model_params.h"
+#include "core/policy/policy.h"
+#include "core/train/trainer.h"
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw std::runtime_error("cannot open " + path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+std::map<std::string, std::string> parse_flags(int argc, char** argv) {
+  std::map<std::string, std::string> flags;
+  for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
+  return flags;
+}
+
+struct Batch {
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> offsets{0};
+  std::vector<int64_t> prompt_lengths;
+  std::vector<float> advantages;
+  float temperature = 1.0f;
+  bool cross_entropy = false;
+};
+
+Batch read_batch(const std::string& path) {
+  const fp8rl::io::Json json = fp8rl::io::parse_json(read_text(path), path);
+  Batch batch;
+  batch.temperature = static_cast<float>(json.at("temperature").as_double());
+  batch.cross_entropy = json.at("loss").as_string() == "cross_entropy";
+  for (const fp8rl::io::Json& sequence : json.at("sequences").elements()) {
+    for (const fp8rl::io::Json& id : sequence.elements()) batch.tokens.push_back(static_cast<int32_t>(id.as_double()));
+    batch.offsets.push_back(static_cast<int64_t>(batch.tokens.size()));
+  }
+  for (const fp8rl::io::Json& n : json.at("prompt_lengths").elements())
+    batch.prompt_lengths.push_back(static_cast<int64_t>(n.as_double()));
+  for (const fp8rl::io::Json& a : json.at("advantages").elements())
+    batch.advantages.push_back(static_cast<float>(a.as_double()));
+  return batch;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> flags = parse_flags(argc, argv);
+  if (argc != 9 || !flags.count("--model") || !flags.count("--recipe") || !flags.count("--batch") ||
+      !flags.count("--out") || (flags["--recipe"] != "bf16" && flags["--recipe"] != "fp8")) {
+    std::fprintf(stderr, "usage: %s --model DIR --recipe bf16|fp8 --batch BATCH.json --out OUT.safetensors\n", argv[0]);
+    return 2;
+  }
+  try {
+    const Batch batch = read_batch(flags["--batch"]);
+    fp8rl::policy::Recipe recipe;
+    if (flags["--recipe"] == "fp8") recipe.linear = fp8rl::policy::Precision::fp8;
+    const char* threads = std::getenv("FP8RL_THREADS");
+    fp8rl::BackendRequest request;
+    request.choice = fp8rl::BackendChoice::cpu;
+    request.num_threads = threads != nullptr ? std::atoi(threads) : 2;
+    fp8rl::Context context(request, fp8rl::Logger());
+    fp8rl::policy::Policy policy(context, fp8rl::model::load_hf_model(flags["--model"]), recipe);
+
+    fp8rl::train::TrainerOptions options;
+    options.temperature = batch.temperature;
+    options.loss.kind =
+        batch.cross_entropy ? fp8rl::train::LossKind::cross_entropy : fp8rl::train::LossKind::clipped_policy_gradient;
+    fp8rl::train::Trainer trainer(policy, options);
+    fp8rl::train::TrainBatch train_batch;
+    train_batch.sequences = {batch.tokens.data(), batch.offsets.data(), static_cast<int64_t>(batch.offsets.size()) - 1};
+    train_batch.prompt_lengths = batch.prompt_lengths.data();
+    if (!batch.cross_entropy) train_batch.advantages = batch.advantages.data();
+    const fp8rl::train::BatchGradients result = trainer.gradients(train_batch);
+
+    std::vector<fp8rl::io::SafetensorsTensorData> tensors;
+    size_t slot = 0;
+    fp8rl::model::for_each_tensor(
+        policy.mutable_params(),
+        [&](const std::string& name, const std::vector<int64_t>& shape, fp8rl::model::HostTensor&) {
+          const std::vector<float>& grad = result.grads[slot++];
+          tensors.push_back({name, fp8rl::io::DType::f32, shape, grad.data(), grad.size() * sizeof(float)});
+        });
+    const float loss = static_cast<float>(result.loss.loss);
+    tensors.push_back({"logp",
+                       fp8rl::io::DType::f32,
+                       {static_cast<int64_t>(result.logp.size())},
+                       result.logp.data(),
+                       result.logp.size() * sizeof(float)});
+    tensors.push_back({"loss", fp8rl::io::DType::f32, {1}, &loss, sizeof(float)});
+    fp8rl::io::write_safetensors(flags["--out"], tensors);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "dump_grads: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,87 @@
+// Rollout batches for trainer tests: generate from a policy, then lay the
+// prompts and completions out as a TrainBatch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/rollout/rollout.h"
+#include "core/train/trainer.h"
+#include "policy/policy_test_support.h"
+
+namespace fp8rl::test {
+
+struct RolloutBatch {
+  FlatSequences sequences;  // prompt + completion
+  std::vector<int64_t> prompt_lengths;
+  std::vector<float> logp_gen;  // [completion tokens]
+  std::vector<float> rewards;   // [sequences]
+
+  train::TrainBatch view() const {
+    train::TrainBatch batch;
+    batch.sequences = sequences.view();
+    batch.prompt_lengths = prompt_lengths.data();
+    batch.logp_gen = logp_gen.data();
+    batch.rewards = rewards.data();
+    return batch;
+  }
+  int64_t completion_tokens() const { return static_cast<int64_t>(logp_gen.size()); }
+};
+
+inline rollout::SamplingOptions test_sampling(int32_t max_new_tokens = 12) {
+  rollout::SamplingOptions sampling;
+  sampling.max_new_tokens = max_new_tokens;
+  sampling.stop_at_eos = false;
+  return sampling;
+}
+
+// Rewards: the fraction of completion tokens below vocab / 2 (anything that
+// differs between completions does).
+inline RolloutBatch generate_batch(policy::Policy& policy, const FlatSequences& prompts,
+                                   const std::vector<uint64_t>& seeds, const rollout::SamplingOptions& sampling) {
+  const std::vector<rollout::Rollout> rollouts = rollout::generate(policy, prompts.view(), seeds, sampling);
+  RolloutBatch batch;
+  const int64_t vocab = policy.config().vocab_size;
+  for (size_t i = 0; i < rollouts.size(); ++i) {
+    const int32_t* prompt = prompts.view().sequence(static_cast<int64_t>(i));
+    std::vector<int32_t> sequence(prompt, prompt + prompts.view().length(static_cast<int64_t>(i)));
+    batch.prompt_lengths.push_back(static_cast<int64_t>(sequence.size()));
+    sequence.insert(sequence.end(), rollouts[i].tokens.begin(), rollouts[i].tokens.end());
+    batch.sequences.add(sequence);
+    batch.logp_gen.insert(batch.logp_gen.end(), rollouts[i].logprobs.begin(), rollouts[i].logprobs.end());
+    int64_t low = 0;
+    for (int32_t token : rollouts[i].tokens) low += token < vocab / 2 ? 1 : 0;
+    batch.rewards.push_back(static_cast<float>(low) /
+                            static_cast<float>(std::max<size_t>(rollouts[i].tokens.size(), 1)));
+  }
+  return batch;
+}
+
+inline std::vector<uint64_t> seeds_from(uint64_t first, size_t n) {
+  std::vector<uint64_t> seeds(n);
+  for (size_t i = 0; i < n; ++i) seeds[i] = first + i;
+  return seeds;
+}
+
+inline bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_bits(a[i], b[i])) return false;
+  return true;
+}
+
+inline bool same_weights(const model::ModelParams& a, const model::ModelParams& b) {
+  bool same = true;
+  model::ModelParams& ma = const_cast<model::ModelParams&>(a);
+  model::ModelParams& mb = const_cast<model::ModelParams&>(b);
+  std::vector<const std::vector<float>*> left, right;
+  model::for_each_tensor(
+      ma, [&](const std::string&, const std::vector<int64_t>&, model::HostTensor& t) { left.push_back(&t.data); });
+  model::for_each_tensor(
+      mb, [&](const std::string&, const std::vector<int64_t>&, model::HostTensor& t) { right.push_back(&t.data); });
+  if (left.size() != right.size()) return false;
+  for (size_t i = 0; i < left.size(); ++i) same = same && same_floats(*left[i], *right[i]);
+  return same;
+}
+
+}  // namespace fp8rl::test
