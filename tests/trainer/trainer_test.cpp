@@ -294,3 +294,38 @@ TEST_CASE("bad batches are refused before anything changes") {
 }
 
 }  // namespace fp8rl::test
+
+namespace fp8rl::test {
+
+TEST_CASE("the KL penalty to a reference policy: metrics follow the estimators' formulas") {
+  const model::ModelConfig config = tiny_llama();
+  Context context(cpu_request(2), Logger());
+  policy::Policy policy(context, tiny_params(config));
+  policy::Policy reference(context, tiny_params(config, 77));  // other weights
+  const RolloutBatch batch = generate_batch(policy, grouped_prompts(config), seeds_from(6, 6), test_sampling());
+  train::TrainerOptions options = test_options();
+  options.loss.kl_coefficient = 0.1;
+  options.loss.kl_estimator = train::KlEstimator::k3;
+  train::Trainer trainer(policy, options);
+  train::Trainer reference_scorer(reference, options);
+  const std::vector<float> logp_ref = reference_scorer.recompute_logprobs(batch.sequences.view(), batch.prompt_lengths);
+  train::TrainBatch view = batch.view();
+  train::TrainBatch without_ref = view;
+  view.logp_ref = logp_ref.data();
+  CHECK_THROWS_AS(trainer.step(without_ref), Error);  // the penalty needs logp_ref
+
+  double k1 = 0.0, k3 = 0.0;
+  for (size_t t = 0; t < logp_ref.size(); ++t) {
+    // On-policy, the training log-probs are the generator's.
+    const double x = static_cast<double>(logp_ref[t]) - static_cast<double>(batch.logp_gen[t]);
+    k1 += -x;
+    k3 += std::exp(x) - x - 1.0;
+  }
+  const double n = static_cast<double>(logp_ref.size());
+  const train::StepMetrics m = trainer.step(view);
+  CHECK(m.loss_stats.kl_k1_mean == doctest::Approx(k1 / n).epsilon(1e-9));
+  CHECK(m.loss_stats.kl_k3_mean == doctest::Approx(k3 / n).epsilon(1e-9));
+  CHECK(m.loss_stats.kl_k3_mean > 0.0);
+}
+
+}  // namespace fp8rl::test
