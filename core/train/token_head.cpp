@@ -13,6 +13,7 @@ TokenHead::TokenHead(Backend& backend, const model::ModelConfig& config, int64_t
     : backend_(backend), config_(config), chunk_rows_(chunk_rows) {
   const size_t chunk = as_size(chunk_rows), hidden = as_size(config.hidden_size), vocab = as_size(config.vocab_size);
   rows_ = DeviceArray<int32_t>(backend, chunk);
+  row_indices_ = DeviceArray<int64_t>(backend, chunk);
   targets_ = DeviceArray<int32_t>(backend, chunk);
   params_ = DeviceArray<SamplingRow>(backend, chunk);
   gathered_ = DeviceArray<float>(backend, chunk * hidden);
@@ -30,8 +31,7 @@ void TokenHead::chunk_logits(const policy::CompiledModel& model, const float* fi
   // gather_rows takes int64 indices; the scatter in backward (embedding_backward) int32 ones.
   std::vector<int64_t> wide(rows.rows.begin() + static_cast<std::ptrdiff_t>(begin),
                             rows.rows.begin() + static_cast<std::ptrdiff_t>(begin + n));
-  DeviceArray<int64_t> indices(backend_, n);
-  indices.upload(wide.data(), n);
+  row_indices_.upload(wide.data(), n);
   rows_.upload(rows.rows.data() + begin, n);
   targets_.upload(rows.targets.data() + begin, n);
   SamplingRow row;
@@ -39,7 +39,7 @@ void TokenHead::chunk_logits(const policy::CompiledModel& model, const float* fi
   const std::vector<SamplingRow> params(n, row);
   params_.upload(params.data(), n);
 
-  backend_.gather_rows(final_residual, hidden, indices.data(), count, gathered_.data());
+  backend_.gather_rows(final_residual, hidden, row_indices_.data(), count, gathered_.data());
   backend_.rms_norm(gathered_.data(), model.final_norm(), count, hidden, static_cast<float>(config_.rms_norm_eps),
                     normed_.data());
   backend_.to_bf16(normed_.data(), count * hidden, normed_bf16_.data());

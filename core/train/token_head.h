@@ -57,6 +57,7 @@ class TokenHead {
   model::ModelConfig config_;
   int64_t chunk_rows_;
   DeviceArray<int32_t> rows_, targets_;  // [chunk]
+  DeviceArray<int64_t> row_indices_;     // [chunk] rows_ widened for gather_rows
   DeviceArray<SamplingRow> params_;      // [chunk]
   DeviceArray<float> gathered_;          // [chunk, hidden] final residual rows
   DeviceArray<float> normed_;            // [chunk, hidden]
