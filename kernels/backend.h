@@ -98,6 +98,10 @@ class Backend {
   // out[c, r] = BF16(x[r, c]): x [rows, cols] -> out [cols, rows] (the
   // operands of a BF16 wgrad, whose reduction runs over the tokens).
   virtual void transpose_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* out) = 0;
+  // out[c, r] = x[r, c] for elements of element_bytes (1, 2 or 4) bytes, bit
+  // for bit: x [rows, cols] -> out [cols, rows] (e.g. a weight's E4M3 codes
+  // or BF16 values into its transpose's). x and out must not overlap.
+  virtual void transpose(const void* x, int64_t rows, int64_t cols, int64_t element_bytes, void* out) = 0;
   // out[i, :] = x[rows[i], :]. x [*, cols], rows [count], out [count, cols].
   virtual void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) = 0;
   virtual void kv_store(const KvStoreArgs& args) = 0;

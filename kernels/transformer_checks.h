@@ -127,4 +127,12 @@ inline bool check_sampling_args(const char* op, const float* logits, int64_t row
   return true;
 }
 
+inline bool check_transpose_args(const void* x, int64_t rows, int64_t cols, int64_t element_bytes, void* out) {
+  require(element_bytes == 1 || element_bytes == 2 || element_bytes == 4,
+          "transpose: element_bytes must be 1, 2 or 4, got " + std::to_string(element_bytes));
+  if (!check_rows("transpose", rows, "rows", cols, "cols")) return false;
+  require_pointers(x && out, "transpose");
+  return true;
+}
+
 }  // namespace fp8rl

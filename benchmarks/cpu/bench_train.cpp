@@ -59,12 +59,12 @@ struct Options {
   int sequences = 4;
   int length = 128;
   int prompt = -1;  // -1: length / 4
-  int steps = 3;
+  int steps = 5;
   // RL step batch: smaller, since generation decodes token by token.
   int rl_sequences = 2;
   int rl_prompt = 32;
   int rl_new_tokens = 32;
-  int rl_steps = 2;
+  int rl_steps = 3;
   std::string torch_python;
   bool torch = true;
 };

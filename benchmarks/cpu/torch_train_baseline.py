@@ -12,7 +12,7 @@ clipping at 1.0 and a torch.optim.AdamW step. Timed per step; the median of
 `steps` steps after one warm-up step. Prints one JSON object on stdout.
 
   torch_train_baseline.py --threads N [--modes float32,bf16_autocast] [--sequences 4]
-                          [--prompt 32] [--completion 96] [--steps 3]
+                          [--prompt 32] [--completion 96] [--steps 5]
 
 Modes: float32 (FP32 weights and math); bf16_autocast (FP32 master weights,
 matmuls under torch.autocast("cpu", dtype=torch.bfloat16): mixed precision as
@@ -176,7 +176,7 @@ def main():
     parser.add_argument("--sequences", type=int, default=4)
     parser.add_argument("--prompt", type=int, default=32)
     parser.add_argument("--completion", type=int, default=96)
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     results = []

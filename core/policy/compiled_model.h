@@ -1,7 +1,8 @@
 // The compute copies of a policy's weights on its backend, derived from the
 // FP32 master weights for one recipe: linear layers as BF16 or as E4M3 codes
 // with 128x128 block scales, embeddings and the output head as BF16, norms
-// and biases as FP32. Built once per recipe or refit, never per call.
+// and biases as FP32. Built once per recipe; refit() requantizes it in place
+// after the master weights change (no allocation then), never per call.
 #pragma once
 
 #include <cstdint>
@@ -44,22 +45,30 @@ struct CompiledLayer {
 class CompiledModel {
  public:
   CompiledModel(Backend& backend, const model::ModelParams& params, const Recipe& recipe);
+  // Requantizes (and rounds) every compute copy from params, which must have
+  // the config the model was built for.
+  void refit(const model::ModelParams& params);
 
   const uint16_t* embedding() const { return embed_.data(); }  // [vocab, hidden] BF16
   const uint16_t* lm_head() const { return lm_head_.empty() ? embed_.data() : lm_head_.data(); }  // [vocab, hidden]
   const std::vector<CompiledLayer>& layers() const { return layers_; }
   const float* final_norm() const { return final_norm_.data(); }  // [hidden]
+  int64_t vocab_size() const { return vocab_size_; }
+  int64_t hidden_size() const { return hidden_size_; }
   // Of weight blocks and activation tiles alike.
   ScaleFormat scale_format() const { return scale_format_; }
   // Bytes of weights one decode step reads (linear layers, head, norms).
   int64_t weight_bytes_per_token() const { return weight_bytes_per_token_; }
 
  private:
+  Backend& backend_;
+  DeviceArray<float> staging_;  // FP32 master weights on their way to the backend
   DeviceArray<uint16_t> embed_;
   DeviceArray<uint16_t> lm_head_;  // empty when tied to the embeddings
   std::vector<CompiledLayer> layers_;
   DeviceArray<float> final_norm_;
   int64_t weight_bytes_per_token_ = 0;
+  int64_t vocab_size_ = 0, hidden_size_ = 0;
   ScaleFormat scale_format_ = ScaleFormat::fp32;
 };
 

@@ -73,7 +73,7 @@ void Policy::replace_state(model::ModelParams params, const Recipe& recipe, cons
 
 void Policy::refit() {
   model::check_model_params(params_);
-  compiled_ = std::make_unique<CompiledModel>(context_.backend(), params_, recipe_);
+  compiled_->refit(params_);
 }
 
 }  // namespace fp8rl::policy

@@ -30,18 +30,6 @@ Fp8Matrix quantize_operand(Backend& backend, const float* x, int64_t rows, int64
 
 }  // namespace
 
-policy::LinearWeights transposed_linear(Backend& backend, const model::HostTensor& weight, bool fp8,
-                                        ScaleFormat scale_format) {
-  const int64_t out = weight.rows(), in = weight.cols();
-  model::HostTensor transposed;
-  transposed.shape = {in, out};
-  transposed.data.resize(weight.data.size());
-  for (int64_t r = 0; r < out; ++r)
-    for (int64_t c = 0; c < in; ++c)
-      transposed.data[static_cast<size_t>(c * out + r)] = weight.data[static_cast<size_t>(r * in + c)];
-  return policy::compile_linear(backend, transposed, model::HostTensor{}, fp8, scale_format);
-}
-
 void linear_dgrad(Backend& backend, const policy::LinearWeights& transposed, ScaleFormat scale_format, const float* dy,
                   int64_t m, float* dx, LinearGradScratch& scratch) {
   const int64_t n = transposed.in_features, k = transposed.out_features;  // W^T is [k, n]

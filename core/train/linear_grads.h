@@ -20,10 +20,6 @@
 
 namespace fp8rl::train {
 
-// W^T [in, out] in the layer's precision, from the FP32 master W [out, in].
-policy::LinearWeights transposed_linear(Backend& backend, const model::HostTensor& weight, bool fp8,
-                                        ScaleFormat scale_format);
-
 // Scratch for the quantized or rounded operands, grown as needed.
 struct LinearGradScratch {
   DeviceArray<uint8_t> a_codes, b_codes;
@@ -31,7 +27,7 @@ struct LinearGradScratch {
   DeviceArray<uint16_t> a_bf16, b_bf16;
 };
 
-// dx [m, in] = dy [m, out] . W, with transposed = transposed_linear(W).
+// dx [m, in] = dy [m, out] . W, with transposed = W^T (transposed_model.h).
 void linear_dgrad(Backend& backend, const policy::LinearWeights& transposed, ScaleFormat scale_format, const float* dy,
                   int64_t m, float* dx, LinearGradScratch& scratch);
 

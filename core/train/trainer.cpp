@@ -80,13 +80,13 @@ void validate_trainer_options(const TrainerOptions& options) {
 struct Trainer::Engine {
   Engine(policy::Policy& policy)
       : grads(policy.context().backend(), policy.mutable_params()),
-        transposed(policy.context().backend(), policy.params(), policy.recipe()),
+        transposed(std::make_unique<TransposedModel>(policy.context().backend(), policy.compiled())),
         transposed_recipe(policy.recipe()),
         pass(policy),
         statistics(policy.context().backend(), policy.config()) {}
 
   ModelGrads grads;
-  TransposedModel transposed;
+  std::unique_ptr<TransposedModel> transposed;
   policy::Recipe transposed_recipe;
   TrainingPass pass;
   policy::AttentionStatistics statistics;  // of the last step's training forward
@@ -217,7 +217,7 @@ Trainer::Accumulated Trainer::accumulate(const Prepared& p) {
     const LossResult part = evaluate_loss(view, options_.loss, grad_logp.data(), &scope);
     result.loss.loss += part.loss;
     merge_stats(result.loss.stats, part.stats);
-    e.pass.backward(grad_logp.data(), e.transposed, e.grads, result.entropy.data() + first);
+    e.pass.backward(grad_logp.data(), *e.transposed, e.grads, result.entropy.data() + first);
     begin = end;
   }
   e.grads.download(e.host_grads);
@@ -298,14 +298,15 @@ StepMetrics Trainer::step(const TrainBatch& batch) {
 }
 
 void Trainer::rebuild_transposed() {
-  engine_->transposed = TransposedModel(policy_.context().backend(), policy_.params(), policy_.recipe());
+  engine_->transposed.reset();  // free before allocating the new copies
+  engine_->transposed = std::make_unique<TransposedModel>(policy_.context().backend(), policy_.compiled());
   engine_->transposed_recipe = policy_.recipe();
 }
 
 double Trainer::recalibrate() {
   const Clock::time_point start = Clock::now();
   policy_.refit();
-  rebuild_transposed();
+  engine_->transposed->refit(policy_.compiled());
   if (!engine_->statistics.empty()) policy_.set_attention_scales(engine_->statistics.scales(options_.calibration));
   return seconds_since(policy_.context().backend(), start);
 }

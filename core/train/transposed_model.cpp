@@ -1,27 +1,66 @@
 #include "core/train/transposed_model.h"
 
-#include "core/train/linear_grads.h"
+#include <array>
+
+#include "kernels/common/quant_layout.h"
 
 namespace fp8rl::train {
+namespace {
 
-TransposedModel::TransposedModel(Backend& backend, const model::ModelParams& params, const policy::Recipe& recipe) {
-  const int64_t num_layers = params.config.num_layers;
-  const ScaleFormat format = recipe.scale_format;
-  for (int64_t i = 0; i < num_layers; ++i) {
-    const model::LayerParams& p = params.layers[static_cast<size_t>(i)];
-    const bool fp8 = policy::layer_precision(recipe, i, num_layers).fp8_linear;
+// The linear layers of a layer, in one order for both copies.
+std::array<const policy::LinearWeights*, 7> linears(const policy::CompiledLayer& l) {
+  return {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down};
+}
+std::array<policy::LinearWeights*, 7> linears(TransposedLayer& l) {
+  return {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down};
+}
+
+}  // namespace
+
+policy::LinearWeights allocate_transposed(Backend& backend, const policy::LinearWeights& forward) {
+  policy::LinearWeights t;
+  t.out_features = forward.in_features;
+  t.in_features = forward.out_features;
+  t.fp8 = forward.fp8;
+  if (forward.fp8) {
+    t.codes = DeviceArray<uint8_t>(backend, forward.codes.size());
+    t.scales = DeviceArray<float>(backend, forward.scales.size());
+  } else {
+    t.bf16 = DeviceArray<uint16_t>(backend, forward.bf16.size());
+  }
+  return t;
+}
+
+void transpose_linear(Backend& backend, const policy::LinearWeights& forward, policy::LinearWeights& transposed) {
+  const int64_t out = forward.out_features, in = forward.in_features;
+  if (!forward.fp8) return backend.transpose(forward.bf16.data(), out, in, 2, transposed.bf16.data());
+  const ScaleShape grid = scale_shape(BlockLayout::block_128x128, out, in);
+  backend.transpose(forward.codes.data(), out, in, 1, transposed.codes.data());
+  backend.transpose(forward.scales.data(), grid.rows, grid.cols, 4, transposed.scales.data());
+}
+
+TransposedModel::TransposedModel(Backend& backend, const policy::CompiledModel& model)
+    : backend_(backend), vocab_(model.vocab_size()), hidden_(model.hidden_size()) {
+  for (const policy::CompiledLayer& forward : model.layers()) {
     TransposedLayer layer;
-    layer.q = transposed_linear(backend, p.q_proj, fp8, format);
-    layer.k = transposed_linear(backend, p.k_proj, fp8, format);
-    layer.v = transposed_linear(backend, p.v_proj, fp8, format);
-    layer.o = transposed_linear(backend, p.o_proj, fp8, format);
-    layer.gate = transposed_linear(backend, p.gate_proj, fp8, format);
-    layer.up = transposed_linear(backend, p.up_proj, fp8, format);
-    layer.down = transposed_linear(backend, p.down_proj, fp8, format);
+    const auto sources = linears(forward);
+    const auto targets = linears(layer);
+    for (size_t i = 0; i < sources.size(); ++i) *targets[i] = allocate_transposed(backend, *sources[i]);
     layers_.push_back(std::move(layer));
   }
-  const model::HostTensor& head = params.lm_head.empty() ? params.embed_tokens : params.lm_head;
-  head_ = transposed_linear(backend, head, false, format);
+  head_.out_features = hidden_;
+  head_.in_features = vocab_;
+  head_.bf16 = DeviceArray<uint16_t>(backend, static_cast<size_t>(vocab_ * hidden_));
+  refit(model);
+}
+
+void TransposedModel::refit(const policy::CompiledModel& model) {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const auto sources = linears(model.layers()[l]);
+    const auto targets = linears(layers_[l]);
+    for (size_t i = 0; i < sources.size(); ++i) transpose_linear(backend_, *sources[i], *targets[i]);
+  }
+  backend_.transpose(model.lm_head(), vocab_, hidden_, 2, head_.bf16.data());
 }
 
 }  // namespace fp8rl::train

@@ -1,16 +1,16 @@
 // The transposed compute copies of a policy's weights that the backward
 // pass's dgrad GEMMs read (dx = dy . W as dy . (W^T)^T): each linear layer's
-// W^T [in, out] in that layer's precision (FP8: W^T's own 128x128 blocks),
-// and the output head's W^T [hidden, vocab] in BF16. Built from the FP32
-// master weights together with the forward copies: on every recipe change
-// and after every optimizer step.
+// W^T [in, out] in that layer's precision, and the output head's W^T
+// [hidden, vocab] in BF16. They are the forward copies transposed on the
+// backend: a 128x128 block of W^T holds exactly the values of one block of W,
+// so its amax, scale and E4M3 codes are that block's, transposed, bit for bit
+// what quantizing W^T would give. Refreshed after the forward copies: on
+// every recipe change and after every optimizer step.
 #pragma once
 
 #include <vector>
 
-#include "core/model/model_params.h"
 #include "core/policy/compiled_model.h"
-#include "core/policy/recipe.h"
 
 namespace fp8rl::train {
 
@@ -20,14 +20,23 @@ struct TransposedLayer {
   policy::LinearWeights down;        // [intermediate, hidden]
 };
 
+// W^T's arrays for a layer shaped as `forward`, contents undefined.
+policy::LinearWeights allocate_transposed(Backend& backend, const policy::LinearWeights& forward);
+// transposed = forward^T, in place.
+void transpose_linear(Backend& backend, const policy::LinearWeights& forward, policy::LinearWeights& transposed);
+
 class TransposedModel {
  public:
-  TransposedModel(Backend& backend, const model::ModelParams& params, const policy::Recipe& recipe);
+  explicit TransposedModel(Backend& backend, const policy::CompiledModel& model);
+  // Transposes the forward copies again (same shapes and precisions).
+  void refit(const policy::CompiledModel& model);
 
   const std::vector<TransposedLayer>& layers() const { return layers_; }
   const policy::LinearWeights& head() const { return head_; }  // [hidden, vocab] BF16
 
  private:
+  Backend& backend_;
+  int64_t vocab_ = 0, hidden_ = 0;
   std::vector<TransposedLayer> layers_;
   policy::LinearWeights head_;
 };

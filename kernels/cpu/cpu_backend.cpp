@@ -149,6 +149,14 @@ class CpuBackend final : public Backend {
     });
   }
 
+  void transpose(const void* x, int64_t rows, int64_t cols, int64_t element_bytes, void* out) override {
+    if (!check_transpose_args(x, rows, cols, element_bytes, out)) return;
+    // Parallel over bands of output rows (input columns): each writes its own run.
+    rows_in_parallel(cols, rows * element_bytes, [&](int64_t begin, int64_t end) {
+      cpu::transpose_columns(x, rows, cols, element_bytes, out, begin, end);
+    });
+  }
+
   void to_bf16(const float* x, int64_t count, uint16_t* out) override {
     if (!check_elementwise_args("to_bf16", count, {x, out})) return;
     rows_in_parallel(count, 1, [&](int64_t begin, int64_t end) { cpu::to_bf16_span(x, out, begin, end); });

@@ -1,5 +1,6 @@
 #include "transformer_cpu.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "../common/activation_math.h"
@@ -46,9 +47,45 @@ FP8RL_ISA_CLONES void to_bf16_span(const float* x, uint16_t* out, int64_t begin,
   for (int64_t i = begin; i < end; ++i) out[i] = bf16_encode(x[i]);
 }
 
+namespace {
+
+// A band of rows at a time: each output row is written as one contiguous
+// run while the band's input lines (rows * element bytes apart) stay in L1
+// and serve the next columns. Square tiles fare badly here: with a
+// power-of-two output stride (a vocab of 2^k) their writes all map to the
+// same cache sets.
+template <class In, class Out, class Convert>
+void transpose_bands(const In* x, int64_t rows, int64_t cols, Out* out, int64_t begin, int64_t end, Convert convert) {
+  constexpr int64_t kBand = 256;
+  for (int64_t r0 = 0; r0 < rows; r0 += kBand) {
+    const int64_t r1 = std::min(r0 + kBand, rows);
+    for (int64_t c = begin; c < end; ++c) {
+      Out* row = out + c * rows;
+      for (int64_t r = r0; r < r1; ++r) row[r] = convert(x[r * cols + c]);
+    }
+  }
+}
+
+template <class Element>
+void transpose_tiles(const Element* x, int64_t rows, int64_t cols, Element* out, int64_t begin, int64_t end) {
+  transpose_bands(x, rows, cols, out, begin, end, [](Element e) { return e; });
+}
+
+}  // namespace
+
+void transpose_columns(const void* x, int64_t rows, int64_t cols, int64_t element_bytes, void* out, int64_t begin,
+                       int64_t end) {
+  switch (element_bytes) {
+    case 1: return transpose_tiles(static_cast<const uint8_t*>(x), rows, cols, static_cast<uint8_t*>(out), begin, end);
+    case 2:
+      return transpose_tiles(static_cast<const uint16_t*>(x), rows, cols, static_cast<uint16_t*>(out), begin, end);
+    default:
+      return transpose_tiles(static_cast<const uint32_t*>(x), rows, cols, static_cast<uint32_t*>(out), begin, end);
+  }
+}
+
 void transpose_to_bf16_columns(const float* x, int64_t rows, int64_t cols, uint16_t* out, int64_t begin, int64_t end) {
-  for (int64_t c = begin; c < end; ++c)
-    for (int64_t r = 0; r < rows; ++r) out[c * rows + r] = bf16_encode(x[r * cols + c]);
+  transpose_bands(x, rows, cols, out, begin, end, [](float v) { return bf16_encode(v); });
 }
 
 FP8RL_ISA_CLONES void add_bias_rows(float* x, const float* bias, int64_t cols, int64_t begin, int64_t end) {

@@ -19,6 +19,9 @@ void swiglu_span(const float* gate, const float* up, float* out, int64_t begin, 
 void add_span(float* x, const float* y, int64_t begin, int64_t end);
 void to_bf16_span(const float* x, uint16_t* out, int64_t begin, int64_t end);
 // out [cols, rows] columns [begin, end) of x [rows, cols], transposed and rounded to BF16.
+// out[c, r] = x[r, c] for input columns c in [begin, end), elements of element_bytes bytes.
+void transpose_columns(const void* x, int64_t rows, int64_t cols, int64_t element_bytes, void* out, int64_t begin,
+                       int64_t end);
 void transpose_to_bf16_columns(const float* x, int64_t rows, int64_t cols, uint16_t* out, int64_t begin, int64_t end);
 // x [rows, cols] rows [begin, end) += bias [cols].
 void add_bias_rows(float* x, const float* bias, int64_t cols, int64_t begin, int64_t end);

@@ -178,6 +178,11 @@ void CudaBackend::add_bias(float* x, const float* bias, int64_t rows, int64_t co
   not_implemented("add_bias");
 }
 
+void CudaBackend::transpose(const void* x, int64_t rows, int64_t cols, int64_t element_bytes, void* out) {
+  if (!check_transpose_args(x, rows, cols, element_bytes, out)) return;
+  not_implemented("transpose");
+}
+
 void CudaBackend::transpose_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* out) {
   if (!check_rows("transpose_to_bf16", rows, "rows", cols, "cols") ||
       !check_elementwise_args("transpose_to_bf16", rows, {x, out}))

@@ -60,6 +60,7 @@ class CudaBackend final : public Backend {
   void add(float* x, const float* y, int64_t count) override;
   void add_bias(float* x, const float* bias, int64_t rows, int64_t cols) override;
   void to_bf16(const float* x, int64_t count, uint16_t* out) override;
+  void transpose(const void* x, int64_t rows, int64_t cols, int64_t element_bytes, void* out) override;
   void transpose_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* out) override;
   void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) override;
   void kv_store(const KvStoreArgs& args) override;

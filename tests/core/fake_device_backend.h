@@ -102,6 +102,10 @@ class FakeDeviceBackend final : public Backend {
     require_device({x, out});
     cpu_->to_bf16(x, count, out);
   }
+  void transpose(const void* x, int64_t rows, int64_t cols, int64_t element_bytes, void* out) override {
+    require_device({x, out});
+    cpu_->transpose(x, rows, cols, element_bytes, out);
+  }
   void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) override {
     require_device({x, rows, out});
     cpu_->gather_rows(x, cols, rows, count, out);

@@ -32,21 +32,24 @@ Oracles (all in float64, torch_reference.Reference's model):
     the estimator our backward implements. Ours differs from it by FP32
     arithmetic (and the rounding flips it causes) and, mostly, by computing
     its backward GEMMs on BF16-rounded output gradients. Per tensor: the
-    relative L2 error ||g - g_ref|| / ||g_ref|| and the cosine; logp and
-    loss. Asserted for every family, both losses.
+    relative L2 error ||g - g_ref|| / ||g_ref|| and the cosine; logp (max,
+    mean, and the share of early tokens that match to FP32 level, which a
+    misplaced forward rounding point destroys) and loss. Every family, both
+    losses.
  2. finite differences, unquantized: the same model with no rounding at
     all; central differences (4-point stencil) of both losses with respect
     to ~35 coordinates spread over every kind of tensor (embedding rows of
     the batch and, tied, one outside it; q/k/v/o/gate/up/down and both norms
     of the first and last layer; q_norm/k_norm; q/k/v biases; final norm;
-    lm_head). (a) plain float64 autograd must match them to ~1e-9 of the
+    lm_head). (a) plain float64 autograd must match them to 1e-7 of the
     tensor's gradient RMS (validates this oracle's model and loss); (b) our
     BF16-recipe gradient must match them within what the recipe's roundings
     cost, errors normalized by the tensor's gradient RMS (so that
-    coordinates with a near-zero gradient do not dominate).
+    coordinates with a near-zero gradient do not dominate): their max and
+    their RMS over the coordinates. Every family, both losses.
  3. FP8 recipe: the straight-through model with the FP8 recipe's fake
     quantization; our backward also quantizes output gradients to E4M3 in
-    1x128 tiles, so only a loose cosine / relative-error bound is asserted.
+    1x128 tiles, so only loose bounds are asserted. Policy gradient only.
 
 --self-test runs every comparison with a torch stand-in for our program
 (the oracle-1 model whose linear layers' backward rounds the output
@@ -90,31 +93,36 @@ FD_STEP = 1e-3
 # then an element lands on the other side of a rounding boundary and that
 # flip moves every later token of its sequence (torch_reference.py's
 # TOLERANCES). The "floor" columns measure it: the reference against itself
-# with FP32-level noise on the embeddings. --self-test's stand-in (that noise
-# plus BF16 / E4M3-rounded output gradients in the backward GEMMs) measured,
-# over 5 seeds x 4 families (bf16 / fp8):
-#   logp max 4.6e-2 / 0.91, mean 6.0e-3 / 0.15, exact share >= 27% / 7%
-#     (one flip early in a completion takes its ~13 tokens out; a missing
-#     rounding point of p, q or the down projection's input leaves <= 5%
-#     exact, yet its max error, 2-12e-2, is below any safe max bound);
-#   loss: policy_gradient 1.2e-9 (FP32 output; L = -(1/N) sum A exactly as
-#     r = 1), cross_entropy 3.6e-3 (= the mean signed logp error);
-#   gradient relative L2 error, max over tensors 1.4e-2 / 0.14 (floor alone
-#     1.8e-2 / 0.14; the BF16 output gradients alone 3-5e-3), min cosine
-#     0.99991 / 0.9904;
-#   finite differences: plain torch autograd 8.7e-9 (4-point stencil with
-#     h = 1e-3); ours max 0.19 and RMS 0.038 of the tensors' gradient RMS,
-#     nearly all of it the BF16 recipe's forward itself (the straight-through
-#     model: 0.20 / 0.038; BF16 vs plain gradients differ by 1-3% relative
-#     L2 per tensor, and the max over ~40 coordinates sees the tails).
-# Bounds: about 3x those (FP32 arithmetic flips more than the noise model);
-# the FP8 bounds are loose by design (E4M3 flips are 1/8 steps).
+# with FP32-level noise on the embeddings. Measured over 7 seeds x 4 families
+# (bf16 / fp8), ours and, in brackets where it differs, --self-test's
+# stand-in (that noise plus BF16 / E4M3-rounded output gradients in the
+# backward GEMMs):
+#   logp max 3.5e-2 / 0.59 (0.91), mean 4.6e-3 / 0.14; tokens at positions
+#     <= EARLY within LOGP_EXACT >= 53% / 59% (47%), while a missing rounding
+#     point of p, q or the down projection's input leaves <= 18% (its max
+#     error, 3e-2 to 1.2e-1, is no larger than the flips' own);
+#   loss: policy_gradient 1.1e-8 (L = -(1/N) sum A as r = 1; FP32 output),
+#     cross_entropy 1.8e-3 (= the mean signed logp error);
+#   gradient relative L2 error, max over tensors 9.3e-3 (1.4e-2) / 0.16
+#     (0.24); the floor alone 2.0e-2 / 0.22; min cosine 0.99996 / 0.987
+#     (0.972); |s - 1| of the least-squares scale s of all gradients
+#     together onto the reference's 1.1e-3 (0.8e-3) / 2.3e-2 (2.1e-2), so a
+#     uniform scale error (a wrong N or temperature factor, 1/53 = 1.9%) that
+#     the relative errors alone would let through is caught;
+#   finite differences: plain torch autograd 1.2e-9 of the gradient RMS
+#     (4-point stencil, h = 1e-3); ours max 0.12 and RMS 0.032, which is the
+#     BF16 recipe's forward itself (the straight-through model: 0.14 / 0.032;
+#     BF16 and plain gradients differ by 1-3% relative L2 per tensor, and
+#     the max over ~40 coordinates sees the tails).
+# Bounds: about 3-4x those (FP32 arithmetic can flip more than the noise
+# model); the FP8 bounds are loose by design (E4M3 flips are 1/8 steps).
 LOGP_EXACT = 1e-4
 LOGP_MAX_TOL = {"bf16": 0.15, "fp8": 2.0}
 LOGP_MEAN_TOL = {"bf16": 0.02, "fp8": 0.4}
 LOGP_MIN_EXACT = {"bf16": 0.35, "fp8": 0.35}
-GRAD_REL_TOL = {"bf16": 0.05, "fp8": 0.4}
-GRAD_COS_MIN = {"bf16": 0.998, "fp8": 0.95}
+GRAD_REL_TOL = {"bf16": 0.05, "fp8": 0.5}
+GRAD_COS_MIN = {"bf16": 0.998, "fp8": 0.94}
+GRAD_SCALE_TOL = {"bf16": 5e-3, "fp8": 0.1}
 FD_SELF_TOL = 1e-7
 FD_OURS_MAX_TOL = 0.4
 FD_OURS_RMS_TOL = 0.1
@@ -274,7 +282,9 @@ def grad_errors(ours, ref):
     cos = {name: cosine(ours[name], g) for name, g in ref.items()}
     worst = max(rel, key=rel.get)
     least = min(cos, key=cos.get)
-    return dict(rel=rel[worst], rel_at=worst, rel_median=float(np.median(list(rel.values()))),
+    flat, flat_ref = torch.cat([ours[name].flatten() for name in ref]), torch.cat([g.flatten() for g in ref.values()])
+    scale = (torch.dot(flat, flat_ref) / torch.dot(flat_ref, flat_ref)).item()
+    return dict(scale=scale, scale_err=abs(scale - 1), rel=rel[worst], rel_at=worst, rel_median=float(np.median(list(rel.values()))),
                 cos=cos[least], cos_at=least)
 
 
@@ -415,6 +425,9 @@ def run_family(family, args, workdir):
             if not row["cos"] >= GRAD_COS_MIN[recipe]:
                 failures.append(f"{name}: gradient of {row['cos_at']} has cosine {row['cos']:.6f} "
                                 f"(at least {GRAD_COS_MIN[recipe]:g})")
+            if not row["scale_err"] <= GRAD_SCALE_TOL[recipe]:
+                failures.append(f"{name}: our gradients are {row['scale']:.4f} times the reference's (least squares; "
+                                f"tolerance {GRAD_SCALE_TOL[recipe]:g})")
             if recipe == "bf16":
                 rms = {n: g.pow(2).mean().sqrt().item() for n, g in plain[kind].items()}
                 row["fd_torch"], row["fd_torch_at"], _ = fd_errors(plain[kind], fd[kind], coords, rms)
@@ -438,26 +451,28 @@ def run_family(family, args, workdir):
 
 def print_table(rows):
     print("Our training gradients vs PyTorch float64 (straight-through emulated recipe, autograd):")
-    print(f"  logp: |ours - ref| max / mean, exact: share within {LOGP_EXACT:g}; floor: ref vs itself with FP32-level")
+    print(f"  logp: |ours - ref| max / mean, early: share of the tokens at positions <= {EARLY} within {LOGP_EXACT:g}")
+    print("  (all: of all tokens); floor: ref vs itself with FP32-level")
     print("  noise on the embeddings (the rounding flips FP32 arithmetic causes); loss: |ours - ref|;")
-    print("  grads: per-tensor relative L2 error (max, its tensor, median; floor) and min cosine;")
+    print("  grads: per-tensor relative L2 error (max, its tensor, median; floor) and min cosine; scale: |s - 1|")
+    print("  for the least-squares scale s of all our gradients onto the reference's;")
     print("  FD: |g - fd| / rms(tensor grad) over the sampled coordinates, max and RMS, for plain torch")
     print("  autograd, the straight-through BF16 torch model (the recipe's own effect) and ours.")
-    print(f"{'run':28} {'logp max':>8} {'mean':>7} {'exact':>5} {'floor':>7} {'exact':>5} {'loss':>7} | {'grad rel':>8} "
-          f"{'at':15} {'median':>7} {'floor':>7} {'min cos':>8} | {'FD torch':>8} {'ST max':>6} {'rms':>6} "
+    print(f"{'run':28} {'logp max':>8} {'mean':>7} {'early':>5} {'all':>4} {'floor':>7} {'all':>4} {'loss':>7} | {'grad rel':>8} "
+          f"{'at':15} {'median':>7} {'floor':>7} {'min cos':>8} {'scale':>7} | {'FD torch':>8} {'ST max':>6} {'rms':>6} "
           f"{'ours max':>8} {'rms':>6}")
     for r in rows:
-        line = (f"{r['name']:28} {r['logp_max']:8.1e} {r['logp_mean']:7.1e} {r['logp_exact']:5.0%} "
-                f"{r['logp_floor']:7.1e} {r['floor_exact']:5.0%} {r['loss_err']:7.1e} | {r['rel']:8.1e} "
-                f"{short(r['rel_at'])[:15]:15} {r['rel_median']:7.1e} {r['floor_rel']:7.1e} {r['cos']:8.6f} |")
+        line = (f"{r['name']:28} {r['logp_max']:8.1e} {r['logp_mean']:7.1e} {r['logp_early']:5.0%} {r['logp_exact']:4.0%} "
+                f"{r['logp_floor']:7.1e} {r['floor_exact']:4.0%} {r['loss_err']:7.1e} | {r['rel']:8.1e} "
+                f"{short(r['rel_at'])[:15]:15} {r['rel_median']:7.1e} {r['floor_rel']:7.1e} {r['cos']:8.6f} {r['scale_err']:7.1e} |")
         if "fd_ours" in r:
             line += (f" {r['fd_torch']:8.1e} {r['fd_st']:6.3f} {r['fd_st_rms']:6.3f} {r['fd_ours']:8.3f} "
                      f"{r['fd_ours_rms']:6.3f}")
         print(line)
     print(f"Asserted (bf16 / fp8): logp max <= {LOGP_MAX_TOL['bf16']:g} / {LOGP_MAX_TOL['fp8']:g}, mean <= "
-          f"{LOGP_MEAN_TOL['bf16']:g} / {LOGP_MEAN_TOL['fp8']:g}, exact >= {LOGP_MIN_EXACT['bf16']:.0%} (bf16); "
+          f"{LOGP_MEAN_TOL['bf16']:g} / {LOGP_MEAN_TOL['fp8']:g}, early >= {LOGP_MIN_EXACT['bf16']:.0%}; "
           f"grad rel <= {GRAD_REL_TOL['bf16']:g} / {GRAD_REL_TOL['fp8']:g}, cos >= {GRAD_COS_MIN['bf16']:g} / "
-          f"{GRAD_COS_MIN['fp8']:g};")
+          f"{GRAD_COS_MIN['fp8']:g}, scale <= {GRAD_SCALE_TOL['bf16']:g} / {GRAD_SCALE_TOL['fp8']:g};")
     print(f"  FD torch <= {FD_SELF_TOL:g}; FD ours max <= {FD_OURS_MAX_TOL:g}, rms <= {FD_OURS_RMS_TOL:g}; "
           f"loss: policy_gradient 1e-6 (1 + |L|), cross_entropy as logp mean.")
 

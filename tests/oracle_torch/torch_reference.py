@@ -35,6 +35,11 @@ Rounding points (kernels/transformer_ops.h, kernels/common/attention_math.h):
 The E4M3 and BF16 roundings are implemented here from frexp and np.round
 (round half to even), independently of the C++ code.
 
+torch_grads.py reuses this model for the gradient oracles: Reference with
+requires_grad=True makes every parameter a leaf of autograd, and each
+rounding point then acts as a straight-through estimator (the rounded value
+forward, the identity backward; see straight_through and attention).
+
 Usage: torch_reference.py --dump-logits PATH --family llama|smollm2|qwen2|qwen3|all
 Exit status: 0 pass, 1 fail, 77 skipped (torch not importable).
 """

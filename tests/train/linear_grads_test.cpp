@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 
+#include "core/train/transposed_model.h"
 #include "kernels/common/bf16_codec.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "numerics/fp8_reference.h"
@@ -94,7 +95,9 @@ struct Setup {
   model::HostTensor weight{{N, K}, w};
 
   std::vector<float> run_dgrad(bool fp8) {
-    const policy::LinearWeights transposed = train::transposed_linear(*backend, weight, fp8, ScaleFormat::fp32);
+    const policy::LinearWeights forward = policy::compile_linear(*backend, weight, {}, fp8, ScaleFormat::fp32);
+    policy::LinearWeights transposed = train::allocate_transposed(*backend, forward);
+    train::transpose_linear(*backend, forward, transposed);
     DeviceArray<float> dy_device(*backend, dy.size()), dx(*backend, static_cast<size_t>(M * K));
     dy_device.upload(dy.data(), dy.size());
     train::LinearGradScratch scratch;
@@ -153,6 +156,36 @@ TEST_CASE("linear grads: FP8 stays within E4M3's precision of the exact float64 
   check_product(
       s.run_wgrad(true), N, K, M, [&](int64_t n, int64_t m) { return static_cast<double>(s.dy[m * N + n]); },
       exact(s.x, K), 0.15);
+}
+
+}  // namespace fp8rl::test
+
+namespace fp8rl::test {
+
+TEST_CASE("transposing a compiled FP8 weight gives the blocks quantizing W^T gives, bit for bit") {
+  for (ScaleFormat format : {ScaleFormat::fp32, ScaleFormat::pow2}) {
+    std::unique_ptr<Backend> backend = make_cpu_backend(2);
+    const int64_t out = 300, in = 170;  // partial blocks on both edges
+    model::HostTensor weight{{out, in}, gaussians(out * in, 9, 0.3f)};
+    model::HostTensor transposed_host{{in, out}, std::vector<float>(weight.data.size())};
+    for (int64_t r = 0; r < out; ++r)
+      for (int64_t c = 0; c < in; ++c)
+        transposed_host.data[static_cast<size_t>(c * out + r)] = weight.data[static_cast<size_t>(r * in + c)];
+    const policy::LinearWeights expected = policy::compile_linear(*backend, transposed_host, {}, true, format);
+    const policy::LinearWeights forward = policy::compile_linear(*backend, weight, {}, true, format);
+    policy::LinearWeights got = train::allocate_transposed(*backend, forward);
+    train::transpose_linear(*backend, forward, got);
+    std::vector<uint8_t> a(expected.codes.size()), b(got.codes.size());
+    expected.codes.download(a.data(), a.size());
+    got.codes.download(b.data(), b.size());
+    CHECK(a == b);
+    std::vector<float> sa(expected.scales.size()), sb(got.scales.size());
+    expected.scales.download(sa.data(), sa.size());
+    got.scales.download(sb.data(), sb.size());
+    CHECK(std::memcmp(sa.data(), sb.data(), sa.size() * sizeof(float)) == 0);
+    CHECK(got.out_features == in);
+    CHECK(got.in_features == out);
+  }
 }
 
 }  // namespace fp8rl::test
