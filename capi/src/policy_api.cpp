@@ -163,6 +163,39 @@ FP8RL_API fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, 
   });
 }
 
+FP8RL_API fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_memory_report* out_report) {
+  return guarded(__func__, [&] {
+    const auto& impl = policy_of(policy);
+    fp8rl::require(out_report != nullptr, "out_report is NULL");
+    fp8rl_memory_report report{};
+    {
+      const std::lock_guard<std::mutex> lock(mutex_of(policy));
+      report.master_weights = fp8rl::model::parameter_count(impl.config()) * 4;
+      report.compute_weights = impl.compiled().bytes();
+    }
+    write_struct(out_report, report, "out_report");
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_copy_weights(fp8rl_policy* destination, const fp8rl_policy* source) {
+  return guarded(__func__, [&] {
+    auto& target = policy_of(destination);
+    const auto& origin = policy_of(source);
+    fp8rl::require(destination != source, "destination and source are the same policy");
+    // Lock both contexts (once when shared) without deadlocking against a reverse copy.
+    std::mutex& a = mutex_of(destination);
+    std::mutex& b = mutex_of(source);
+    std::unique_lock<std::mutex> first(&a < &b ? a : b, std::defer_lock);
+    std::unique_lock<std::mutex> second(&a < &b ? b : a, std::defer_lock);
+    if (&a == &b) {
+      first.lock();
+    } else {
+      std::lock(first, second);
+    }
+    target.copy_weights_from(origin);
+  });
+}
+
 FP8RL_API fp8rl_status fp8rl_policy_set_recipe(fp8rl_policy* policy, const fp8rl_recipe* recipe) {
   return guarded(__func__, [&] {
     auto& impl = policy_of(policy);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api_guard.h"
+#include "core/policy/compiled_model.h"
 #include "core/train/trainer.h"
 #include "core/train/training_state.h"
 #include "handles.h"
@@ -211,6 +212,25 @@ FP8RL_API fp8rl_status fp8rl_trainer_destroy(fp8rl_trainer* trainer) {
       delete trainer;  // frees gradients and scratch through the context's backend
     }
     --policy->live_trainers;
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_trainer_memory(const fp8rl_trainer* trainer, fp8rl_memory_report* out_report) {
+  return guarded(__func__, [&] {
+    const auto& impl = trainer_of(trainer);
+    fp8rl::require(out_report != nullptr, "out_report is NULL");
+    fp8rl_memory_report report{};
+    {
+      const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+      const auto& policy = policy_of(trainer->policy);
+      report.master_weights = fp8rl::model::parameter_count(policy.config()) * 4;
+      report.compute_weights = policy.compiled().bytes();
+      const fp8rl::train::Trainer::Memory memory = impl.memory();
+      report.gradients = memory.gradients;
+      report.optimizer_state = memory.optimizer_state;
+      report.backward_weights = memory.backward_weights;
+    }
+    write_struct(out_report, report, "out_report");
   });
 }
 

@@ -59,6 +59,10 @@ class CompiledModel {
   ScaleFormat scale_format() const { return scale_format_; }
   // Bytes of weights one decode step reads (linear layers, head, norms).
   int64_t weight_bytes_per_token() const { return weight_bytes_per_token_; }
+  // Bytes of all compute copies (the embeddings too when the head is untied).
+  int64_t bytes() const {
+    return weight_bytes_per_token_ + static_cast<int64_t>(lm_head_.empty() ? 0 : embed_.size() * 2);
+  }
 
  private:
   Backend& backend_;

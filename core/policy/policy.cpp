@@ -26,6 +26,12 @@ void check_scales(const std::vector<float>& scales, const char* which, int64_t n
   }
 }
 
+void require_same_config(const model::ModelConfig& have, const model::ModelConfig& given) {
+  const std::string a = io::write_json(model::model_config_to_json(have));
+  const std::string b = io::write_json(model::model_config_to_json(given));
+  require(a == b, "the weights are for another model: config " + b + ", the policy's " + a);
+}
+
 }  // namespace
 
 void validate_attention_scales(const AttentionScales& scales, int64_t num_layers) {
@@ -58,9 +64,7 @@ void Policy::set_attention_scales(const AttentionScales& scales) {
 }
 
 void Policy::replace_state(model::ModelParams params, const Recipe& recipe, const AttentionScales& scales) {
-  const std::string have = io::write_json(model::model_config_to_json(params_.config));
-  const std::string given = io::write_json(model::model_config_to_json(params.config));
-  require(have == given, "the weights are for another model: config " + given + ", the policy's " + have);
+  require_same_config(params_.config, params.config);
   model::check_model_params(params);
   validate_recipe(recipe);
   validate_attention_scales(scales, params.config.num_layers);
@@ -69,6 +73,14 @@ void Policy::replace_state(model::ModelParams params, const Recipe& recipe, cons
   recipe_ = recipe;
   scales_ = scales;
   compiled_ = std::move(compiled);
+}
+
+void Policy::copy_weights_from(const Policy& source) {
+  require(&source != this, "copy_weights_from: source and destination are the same policy");
+  require_same_config(params_.config, source.params_.config);
+  params_ = source.params_;
+  scales_ = source.scales_;
+  compiled_->refit(params_);
 }
 
 void Policy::refit() {

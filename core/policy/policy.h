@@ -67,6 +67,9 @@ class Policy {
   // together, as a checkpoint restores them; everything is validated first,
   // so on error the policy is unchanged.
   void replace_state(model::ModelParams params, const Recipe& recipe, const AttentionScales& scales);
+  // Takes source's master weights and attention scales, keeps this policy's
+  // recipe, and requantizes. invalid_argument for another model config.
+  void copy_weights_from(const Policy& source);
 
   const CompiledModel& compiled() const { return *compiled_; }
   // The forward machinery (workspace, RoPE tables) this policy's passes share.

@@ -311,6 +311,17 @@ double Trainer::recalibrate() {
   return seconds_since(policy_.context().backend(), start);
 }
 
+Trainer::Memory Trainer::memory() const {
+  Memory m;
+  for (size_t i = 0; i < optimizer_.num_slots(); ++i) {
+    const int64_t elements = static_cast<int64_t>(optimizer_.slot_size(i));
+    m.gradients += elements * 4;
+    m.optimizer_state += elements * 8;
+  }
+  m.backward_weights = engine_->transposed->bytes();
+  return m;
+}
+
 std::vector<uint64_t> Trainer::next_seeds(int64_t n) {
   require(n >= 0, "next_seeds: n must be >= 0");
   std::vector<uint64_t> seeds(static_cast<size_t>(n));

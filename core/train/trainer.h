@@ -134,6 +134,11 @@ class Trainer {
   // forward pass, when there is one. Returns its seconds.
   double recalibrate();
 
+  struct Memory {
+    int64_t gradients = 0, optimizer_state = 0, backward_weights = 0;
+  };
+  Memory memory() const;
+
   // Seeds for the next n rollouts, from (options.seed, counter): part of the state.
   std::vector<uint64_t> next_seeds(int64_t n);
 

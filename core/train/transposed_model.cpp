@@ -63,4 +63,13 @@ void TransposedModel::refit(const policy::CompiledModel& model) {
   backend_.transpose(model.lm_head(), vocab_, hidden_, 2, head_.bf16.data());
 }
 
+int64_t TransposedModel::bytes() const {
+  size_t total = head_.bf16.size() * 2;
+  for (const TransposedLayer& layer : layers_) {
+    for (const policy::LinearWeights* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
+      total += l->bf16.size() * 2 + l->codes.size() + l->scales.size() * 4;
+  }
+  return static_cast<int64_t>(total);
+}
+
 }  // namespace fp8rl::train

@@ -33,6 +33,7 @@ class TransposedModel {
 
   const std::vector<TransposedLayer>& layers() const { return layers_; }
   const policy::LinearWeights& head() const { return head_; }  // [hidden, vocab] BF16
+  int64_t bytes() const;
 
  private:
   Backend& backend_;

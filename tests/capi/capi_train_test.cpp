@@ -235,3 +235,59 @@ TEST_CASE("training functions refuse bad input with a message and change nothing
 }
 
 }  // namespace capi_test
+
+namespace capi_test {
+
+TEST_CASE("copying weights into a generator of another recipe, and memory reports") {
+  CpuContext context;
+  Policy learner(context.get(), llama_config(), 1);  // BF16 training
+  Policy generator(context.get(), llama_config(), 2);
+  generator.set_recipe(fp8_everything_recipe());
+  Trainer trainer(learner.get(), grpo_options());
+  train(trainer.get(), rollout_step(learner.get(), trainer.get()));
+
+  REQUIRE(fp8rl_policy_copy_weights(generator.get(), learner.get()) == FP8RL_OK);
+  fp8rl_recipe recipe = default_recipe();
+  REQUIRE(fp8rl_policy_get_recipe(generator.get(), &recipe) == FP8RL_OK);
+  CHECK(recipe.linear == FP8RL_PRECISION_FP8);  // the generator keeps its recipe
+  CHECK(scales_of(generator.get(), 2) == scales_of(learner.get(), 2));
+  // Under the learner's recipe the copy scores exactly as the learner does.
+  const StepData step = rollout_step(generator.get(), trainer.get());
+  const fp8rl_sampling_options options = sampling(1.0f, 8);
+  std::vector<float> by_learner(step.logp_gen.size()), by_copy(step.logp_gen.size());
+  const auto score = [&](fp8rl_policy* policy, std::vector<float>& out) {
+    REQUIRE(fp8rl_policy_score(policy, step.tokens.data(), step.offsets.data(), 6, step.prompt_lengths.data(), &options,
+                               out.data(), static_cast<int64_t>(out.size())) == FP8RL_OK);
+  };
+  score(learner.get(), by_learner);
+  generator.set_recipe(default_recipe());
+  score(generator.get(), by_copy);
+  CHECK(same_bits(by_learner, by_copy));
+
+  Policy other_model(context.get(), qwen3_config());
+  check_error(fp8rl_policy_copy_weights(other_model.get(), learner.get()), FP8RL_ERROR_INVALID_ARGUMENT,
+              "another model");
+  check_error(fp8rl_policy_copy_weights(learner.get(), learner.get()), FP8RL_ERROR_INVALID_ARGUMENT, "same policy");
+  check_error(fp8rl_policy_copy_weights(nullptr, learner.get()), FP8RL_ERROR_INVALID_ARGUMENT, "NULL");
+
+  int64_t parameters = 0;
+  REQUIRE(fp8rl_policy_parameter_count(learner.get(), &parameters) == FP8RL_OK);
+  fp8rl_memory_report bf16_report{}, fp8_report{}, trainer_report{};
+  bf16_report.struct_size = fp8_report.struct_size = trainer_report.struct_size = sizeof(fp8rl_memory_report);
+  REQUIRE(fp8rl_policy_memory(learner.get(), &bf16_report) == FP8RL_OK);
+  generator.set_recipe(fp8_everything_recipe());
+  REQUIRE(fp8rl_policy_memory(generator.get(), &fp8_report) == FP8RL_OK);
+  REQUIRE(fp8rl_trainer_memory(trainer.get(), &trainer_report) == FP8RL_OK);
+  CHECK(bf16_report.master_weights == parameters * 4);
+  CHECK(bf16_report.compute_weights > 0);
+  CHECK(fp8_report.compute_weights < bf16_report.compute_weights);  // one byte a weight instead of two
+  CHECK(bf16_report.gradients == 0);
+  CHECK(trainer_report.gradients == parameters * 4);
+  CHECK(trainer_report.optimizer_state == parameters * 8);
+  CHECK(trainer_report.backward_weights > 0);
+  fp8rl_memory_report old{};
+  old.struct_size = 2;
+  check_error(fp8rl_policy_memory(learner.get(), &old), FP8RL_ERROR_VERSION_MISMATCH, "struct_size");
+}
+
+}  // namespace capi_test

@@ -705,6 +705,43 @@ FP8RL_API fp8rl_status fp8rl_policy_get_config(const fp8rl_policy* policy, fp8rl
  */
 FP8RL_API fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, int64_t* out_count);
 
+/** Bytes a policy (and its trainer) hold, by component. */
+typedef struct fp8rl_memory_report {
+  uint32_t struct_size;     /**< Set by the caller to sizeof(fp8rl_memory_report). */
+  int64_t master_weights;   /**< FP32 master weights (host). */
+  int64_t compute_weights;  /**< The recipe's compute copies on the backend (BF16 / E4M3 codes and scales). */
+  int64_t gradients;        /**< Trainer: FP32 gradients on the backend (0 for a policy). */
+  int64_t optimizer_state;  /**< Trainer: AdamW moments (host) (0 for a policy). */
+  int64_t backward_weights; /**< Trainer: the transposed compute copies its backward pass reads (0 for a policy). */
+} fp8rl_memory_report;
+
+/**
+ * @brief The memory a policy holds, by component (the trainer-only fields are 0).
+ * @param policy A valid policy.
+ * @param[out] out_report Receives the report; out_report->struct_size must be set.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
+ * Thread-safe; serialized with calls on the policy's context.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_memory_report* out_report);
+
+/**
+ * @brief Copies the master weights and attention scales of @p source into
+ *        @p destination and requantizes its compute copies in its own recipe.
+ *
+ * For a generator that runs another recipe than the trainer (e.g. FP8
+ * generation, BF16 training): after each training step, copy the trained
+ * policy into the generator.
+ * @param destination A valid policy with the same model config; keeps its recipe.
+ * @param source A valid policy; not modified.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, the same policy twice,
+ *         or policies of different model configs; nothing changes then.
+ * Thread-safe; serialized with calls on the policies' contexts (which may differ).
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_copy_weights(fp8rl_policy* destination, const fp8rl_policy* source);
+
 /**
  * @brief Sets the precision recipe and requantizes the compute weights.
  * @param policy A valid policy.
@@ -1202,6 +1239,17 @@ FP8RL_API fp8rl_status fp8rl_trainer_create(fp8rl_policy* policy, const fp8rl_tr
  * @return ::FP8RL_OK (it cannot fail).
  */
 FP8RL_API fp8rl_status fp8rl_trainer_destroy(fp8rl_trainer* trainer);
+
+/**
+ * @brief The memory the trainer and its policy hold, by component.
+ * @param trainer A valid trainer.
+ * @param[out] out_report Receives the report; out_report->struct_size must be set.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
+ * Thread-safe; serialized with calls on the policy's context.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_memory(const fp8rl_trainer* trainer, fp8rl_memory_report* out_report);
 
 /**
  * One batch of sequences for a training step: sequence i is
