@@ -161,7 +161,7 @@ TEST_CASE("saving: NULL, a bad dtype and an unwritable folder are reported") {
   std::filesystem::remove(file);
 }
 
-TEST_CASE("FP8 export: written next to a saved policy; NULL and an unwritable folder are reported") {
+TEST_CASE("FP8 export: written next to a saved policy, NULL and an unwritable folder are reported") {
   CpuContext cpu;
   Policy policy(cpu.get(), llama_config());
   const std::string folder = temp_path("fp8_export");

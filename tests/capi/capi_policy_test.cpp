@@ -267,7 +267,7 @@ TEST_CASE("attention scales start at 1 and round trip") {
   check_scores_match(policy.get(), prompts, completions, options);
 }
 
-TEST_CASE("generation: lengths and finish reasons; log-probs are finite and <= 0") {
+TEST_CASE("generation: lengths and finish reasons, log-probs are finite and <= 0") {
   CpuContext cpu;
   for (const fp8rl_model_config& config : {llama_config(), qwen2_config(), qwen3_config()}) {
     CAPTURE(config.family);
@@ -449,7 +449,7 @@ TEST_CASE("the same seed gives the same completion whatever the batch") {
   }
 }
 
-TEST_CASE("save (F32) then load gives an identical policy; BF16 saves load too") {
+TEST_CASE("save (F32) then load gives an identical policy, BF16 saves load too") {
   CpuContext cpu;
   for (const fp8rl_model_config& config : {llama_config(), qwen2_config(), qwen3_config()}) {
     CAPTURE(config.family);

@@ -31,7 +31,7 @@ TEST_CASE("a CPU context reports its backend, threads and description") {
   CHECK(std::string(description).find("CPU") != std::string::npos);
 }
 
-TEST_CASE("AUTO falls back to the CPU without a device; CUDA is either usable or reported unavailable") {
+TEST_CASE("AUTO falls back to the CPU without a device, CUDA is either usable or reported unavailable") {
   fp8rl_context_options options;
   REQUIRE(fp8rl_context_options_init(&options) == FP8RL_OK);
   fp8rl_context* context = nullptr;

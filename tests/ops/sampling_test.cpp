@@ -187,7 +187,7 @@ TEST_CASE("greedy picks the lowest index among the maxima with log-probability 0
   }
 }
 
-TEST_CASE("-inf logits are never drawn; uniform 0 draws the first token of the canonical order") {
+TEST_CASE("-inf logits are never drawn, uniform 0 draws the first token of the canonical order") {
   const auto backend = make_cpu_backend(1);
   const std::vector<float> logits = {kNegInf, 2.0f, kNegInf, 2.0f};
   SamplingRow p;

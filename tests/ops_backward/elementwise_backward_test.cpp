@@ -22,7 +22,7 @@ double rms_norm_loss(const std::vector<double>& x, const std::vector<double>& w,
   return loss;
 }
 
-TEST_CASE("rms_norm_backward matches finite differences of a float64 RMSNorm; dweight accumulates") {
+TEST_CASE("rms_norm_backward matches finite differences of a float64 RMSNorm, dweight accumulates") {
   const auto backend = make_cpu_backend(2);
   for (int64_t dim : {1, 17, 40}) {
     const int64_t rows = 5;
@@ -196,7 +196,7 @@ double logprob_loss(const std::vector<double>& logits, int64_t rows, int64_t voc
   return loss;
 }
 
-TEST_CASE("log_softmax_backward matches finite differences of the log-probability; entropy of the softmax") {
+TEST_CASE("log_softmax_backward matches finite differences of the log-probability, entropy of the softmax") {
   const int64_t rows = 3, vocab = 11;
   std::vector<float> logits = random_floats(rows * vocab, -4.0f, 4.0f, 71);
   logits[2 * vocab + 4] = -std::numeric_limits<float>::infinity();  // probability 0

@@ -44,7 +44,7 @@ struct Grads {
   }
 };
 
-TEST_CASE("grad clip: global norm matches a long-double reference; scale as clip_grad_norm_") {
+TEST_CASE("grad clip: global norm matches a long-double reference, scale as clip_grad_norm_") {
   Grads big(1.0f);
   const long double ref = big.reference_norm();
   const GradClipResult c = clip_grad_norm(big.slots(), 1.0);

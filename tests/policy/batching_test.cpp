@@ -171,7 +171,7 @@ TEST_CASE("generation rejects bad input and keeps the policy usable") {
   CHECK(status_of(fine, {1, 2}, options) == Status::ok);
 }
 
-TEST_CASE("recipes: invalid ones are refused without losing the current one; FP8 changes the numbers a little") {
+TEST_CASE("recipes: invalid ones are refused without losing the current one, FP8 changes the numbers a little") {
   Context context(cpu_request(2), Logger());
   policy::Policy policy(context, tiny_params(tiny_llama()));
   const FlatSequences sequences = test_prompts({12, 7}, 301, 7);

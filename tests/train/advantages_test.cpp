@@ -68,7 +68,7 @@ TEST_CASE("leave-one-out baseline: r_i minus the mean of the others") {
   check_values(advantages_of({3.0f, 1.0f, -1.0f, 0.5f}, options), {2.0, -2.0, -1.5, 1.5});
 }
 
-TEST_CASE("group size 1: zero advantages; in place; broadcast to tokens") {
+TEST_CASE("group size 1: zero advantages, in place, broadcast to tokens") {
   AdvantageOptions options;
   options.normalize_by_std = true;
   check_values(advantages_of({3.0f, -2.0f}, options), {0.0, 0.0});
