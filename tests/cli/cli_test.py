@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the fp8rl command-line program.
+
+usage: cli_test.py PATH/TO/fp8rl CASE   (CASE: train | resume | errors | commands | compare | all)
+Each case runs the program in a fresh temporary folder and exits non-zero on failure.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+FP8RL = None
+
+# A tiny, fast configuration: reverse of up to 3 letters from a 3-letter alphabet.
+TINY = ["--task", "reverse", "--length", "3", "--letters", "3", "--layers", "2", "--hidden", "64",
+        "--heads", "4", "--kv-heads", "2", "--intermediate", "128", "--threads", "2", "--val-size", "40",
+        "--prompts-per-step", "16",
+        "--quiet"]
+
+
+def run(args, expect=0):
+    proc = subprocess.run([FP8RL] + args, capture_output=True, text=True, timeout=110)
+    if proc.returncode != expect:
+        sys.exit(f"FAIL: fp8rl {' '.join(args)}\n  exit {proc.returncode}, expected {expect}\n"
+                 f"  stdout: {proc.stdout}\n  stderr: {proc.stderr}")
+    return proc
+
+
+def check(condition, message):
+    if not condition:
+        sys.exit("FAIL: " + message)
+
+
+def read_metrics(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def case_train(tmp):
+    out = os.path.join(tmp, "run")
+    sft, grpo = 30, 100
+    proc = run(["train"] + TINY + ["--sft-steps", str(sft), "--steps", str(grpo), "--eval-every", "20",
+                                    "--lr", "3e-4", "--out", out])
+    check("val accuracy final" in proc.stdout, "the summary is printed:\n" + proc.stdout)
+    records = read_metrics(os.path.join(out, "metrics.jsonl"))
+    check(len(records) == sft + grpo, f"one metrics line per step: {len(records)} != {sft + grpo}")
+    for r in records:
+        for key, value in r.items():
+            if isinstance(value, float) or isinstance(value, int):
+                check(math.isfinite(value), f"finite {key} in {r}")
+        for key in ("loss", "grad_norm", "entropy", "token_mult_prob_error", "gen_kl_error", "tokens_per_second"):
+            check(key in r, f"{key} in every line")
+    check([r["phase"] for r in records] == ["sft"] * sft + ["grpo"] * grpo, "phases in order")
+    check(records[-1]["token_mult_prob_error"] >= 1.0, "fp8-gen reports a mismatch")
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    check(os.path.exists(os.path.join(out, "checkpoints", "state.safetensors")), "a checkpoint is saved")
+    # Learning: the mean reward of the last GRPO steps clearly exceeds that of the first ones.
+    first = sum(r["reward_mean"] for r in records[sft:sft + 10]) / 10
+    last = sum(r["reward_mean"] for r in records[-10:]) / 10
+    print(f"reward first 10 steps {first:.3f}, last 10 {last:.3f}; val {summary['sft_end_val_acc']:.3f} -> "
+          f"{summary['final_val_acc']:.3f}")
+    check(last > first + 0.15, f"reward rises: first {first:.3f}, last {last:.3f}")
+    check(summary["final_val_acc"] > summary["sft_end_val_acc"], "validation accuracy rises")
+
+
+def case_resume(tmp):
+    common = ["train"] + TINY + ["--sft-steps", "4", "--eval-every", "2", "--save-every", "2"]
+    whole, split = os.path.join(tmp, "whole"), os.path.join(tmp, "split")
+    run(common + ["--steps", "6", "--out", whole])
+    run(common + ["--steps", "3", "--out", split])
+    proc = run(common + ["--steps", "6", "--out", split, "--resume"])
+    check("resuming from GRPO step 3" in proc.stderr, "the resume is announced:\n" + proc.stderr)
+    a, b = read_metrics(os.path.join(whole, "metrics.jsonl")), read_metrics(os.path.join(split, "metrics.jsonl"))
+    check(len(a) == len(b) == 10, f"10 lines each: {len(a)}, {len(b)}")
+    timing = {"tokens_per_second", "generation_seconds", "recompute_seconds", "train_seconds",
+              "recalibration_seconds", "recalibration_fraction", "step_seconds"}
+    for ra, rb in zip(a, b):
+        for key in ra:
+            if key not in timing:
+                check(ra[key] == rb.get(key), f"step {ra['step']} {key}: {ra[key]} != {rb.get(key)}")
+    state = lambda d: open(os.path.join(d, "checkpoints", "state.safetensors"), "rb").read()
+    check(state(whole) == state(split), "the final states are byte for byte equal")
+
+
+def case_errors(tmp):
+    p = run(["train", "--no-such-flag"], expect=2)
+    check("unknown option '--no-such-flag'" in p.stderr and "usage: fp8rl train" in p.stderr, p.stderr)
+    p = run(["train", "--steps", "many"], expect=2)
+    check("'--steps' needs an integer" in p.stderr, p.stderr)
+    p = run(["train", "--recipe", "fp4"], expect=2)
+    check("must be one of bf16|fp8|fp8-kv|fp8-gen" in p.stderr, p.stderr)
+    p = run(["train", "--lr"], expect=2)
+    check("needs a value" in p.stderr, p.stderr)
+    p = run(["export-fp8", "--out", tmp], expect=2)
+    check("missing required option '--model'" in p.stderr, p.stderr)
+    p = run(["frobnicate"], expect=2)
+    check("unknown command 'frobnicate'" in p.stderr, p.stderr)
+    run([], expect=2)
+    missing = os.path.join(tmp, "no-such-model")
+    p = run(["generate", "--model", missing, "--prompt-ids", "1,2,3"], expect=1)
+    check("fp8rl_policy_load failed" in p.stderr and "no-such-model" in p.stderr, p.stderr)
+    p = run(["generate", "--task", "addition", "--prompt", "1+X="], expect=2)
+    check("'X' is not in the vocabulary" in p.stderr, p.stderr)
+
+
+def case_commands(tmp):
+    out = os.path.join(tmp, "run")
+    run(["train"] + TINY + ["--sft-steps", "20", "--steps", "2", "--out", out])
+    model = os.path.join(out, "model")
+    check(os.path.exists(os.path.join(model, "config.json")), "train writes the final policy as an HF folder")
+    p = run(["generate", "--model", model, "--task", "reverse", "--prompt", "abc|", "--prompt", "ba|",
+             "--temperature", "0", "--max-new-tokens", "6"])
+    check(p.stdout.count("text:") == 2 and "logprobs:" in p.stdout, p.stdout)
+    p = run(["generate", "--checkpoint", os.path.join(out, "checkpoints", "state.safetensors"), "--layers", "2",
+             "--hidden", "64", "--intermediate", "128", "--prompt-ids", "1,16,17,15", "--top-k", "5"])
+    check("tokens:" in p.stdout, p.stdout)
+    fp8 = os.path.join(tmp, "fp8")
+    run(["export-fp8", "--model", model, "--out", fp8])
+    config = json.load(open(os.path.join(fp8, "config.json")))
+    check(config["quantization_config"]["quant_method"] == "fp8", "an FP8 config")
+    p = run(["info", "--model", model, "--recipe", "fp8-kv", "--trainer"])
+    for text in ("parameters", "compute weights", "optimizer state", "version", "backend"):
+        check(text in p.stdout, f"info shows {text}:\n{p.stdout}")
+    run(["info"])
+    run(["train", "--help"])
+
+
+def case_compare(tmp):
+    out = os.path.join(tmp, "cmp")
+    proc = run(["compare"] + TINY + ["--sft-steps", "10", "--steps", "6", "--eval-every", "3", "--val-size", "20",
+                                      "--seeds", "0,1", "--runs", "bf16,fp8-gen:off", "--out", out])
+    table = open(os.path.join(out, "compare.md")).read()
+    check("| bf16:" in table and "| fp8-gen:off |" in table, "one table row per run:\n" + table)
+    rows = [line for line in table.splitlines() if line.startswith("| bf16") or line.startswith("| fp8-gen")]
+    bf16_mismatch = float(rows[0].split("|")[4])
+    check(bf16_mismatch == 1.0, "one engine, one recipe: token_mult_prob_error is exactly 1 for bf16")
+    check(float(rows[1].split("|")[4]) > 1.0, "FP8 generation with BF16 training shows a mismatch")
+    png = open(os.path.join(out, "compare.png"), "rb").read()
+    check(png[:8] == b"\x89PNG\r\n\x1a\n", "compare.png is a PNG")
+    for run_dir in ("bf16-truncated-seed0", "bf16-truncated-seed1", "fp8-gen-off-seed0", "fp8-gen-off-seed1"):
+        check(os.path.exists(os.path.join(out, run_dir, "metrics.jsonl")), f"{run_dir} has its metrics")
+    run(["compare"] + TINY + ["--runs", "bf16:sometimes", "--out", out], expect=2)
+    run(["compare"] + TINY + ["--seeds", "x", "--out", out], expect=2)
+
+
+def main():
+    global FP8RL
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    FP8RL = os.path.abspath(sys.argv[1])
+    cases = {"train": case_train, "resume": case_resume, "errors": case_errors, "commands": case_commands,
+             "compare": case_compare}
+    names = list(cases) if sys.argv[2] == "all" else [sys.argv[2]]
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix="fp8rl_cli_") as tmp:
+            cases[name](tmp)
+        print(f"ok: {name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+// `fp8rl train`: SFT warm-start, then GRPO on a built-in verifiable task.
+#include <cstdio>
+#include <string>
+
+#include "checkpoint.h"
+#include "commands.h"
+#include "model_flags.h"
+#include "model_setup.h"
+#include "progress.h"
+#include "summary.h"
+#include "training.h"
+
+namespace fp8rl_cli {
+
+void declare_train(ArgParser& p) {
+  const TrainConfig d;
+  p.option("task", d.task, "addition|reverse");
+  p.option("digits", std::to_string(d.digits), "addition: digits per operand");
+  p.option("length", std::to_string(d.length), "reverse: longest string");
+  p.option("letters", std::to_string(d.letters), "reverse: alphabet size");
+  p.option("recipe", d.recipe, "bf16|fp8|fp8-kv|fp8-gen (fp8-gen: FP8 generator, BF16 learner)");
+  p.option("importance", d.importance, "off|plain|truncated|masked|sequence-masked");
+  p.option("is-cap", "2", "importance-weight cap (upper bound)");
+  p.option("group-size", std::to_string(d.group_size), "completions per prompt");
+  p.option("prompts-per-step", std::to_string(d.prompts_per_step), "prompts per GRPO step");
+  p.option("lr", "2e-4", "GRPO learning rate");
+  p.option("normalize-std", d.normalize_by_std ? "1" : "0", "divide group advantages by their std (0|1)");
+  p.option("sft-steps", std::to_string(d.sft_steps), "supervised warm-start steps");
+  p.option("sft-lr", "2e-3", "SFT learning rate");
+  p.option("sft-batch", std::to_string(d.sft_batch), "problems per SFT step");
+  p.option("steps", std::to_string(d.steps), "GRPO steps");
+  p.option("seed", "0", "seed of weights, prompts and sampling");
+  declare_threads_flag(p);
+  p.option("out", "", "output folder: metrics.jsonl, checkpoints/, summary.json");
+  p.flag("resume", "continue from OUT/checkpoints/state.safetensors");
+  p.option("save-every", std::to_string(d.save_every), "checkpoint every N GRPO steps (and at the end)");
+  p.option("eval-every", std::to_string(d.eval_every), "validate every N GRPO steps (and at the end)");
+  p.option("val-size", std::to_string(d.val_size), "validation problems");
+  p.option("init-from", "", "HF model folder to start from (vocab must cover the task's characters)");
+  declare_model_flags(p);
+  p.option("max-new-tokens", "0", "completion limit (0 = longest answer + 3)");
+  p.option("temperature", "1", "sampling temperature of rollouts");
+  p.flag("quiet", "no progress lines");
+}
+
+TrainConfig train_config_from(const ArgParser& p) {
+  TrainConfig c;
+  c.task = p.choice("task", {"addition", "reverse"});
+  c.digits = static_cast<int>(p.integer("digits", 1, 9));
+  c.length = static_cast<int>(p.integer("length", 1, 24));
+  c.letters = static_cast<int>(p.integer("letters", 1, 26));
+  c.recipe = p.choice("recipe", recipe_names());
+  c.importance = p.choice("importance", {"off", "plain", "truncated", "masked", "sequence-masked"});
+  c.is_cap = p.real("is-cap", 1e-6, 1e6);
+  c.group_size = static_cast<int>(p.integer("group-size", 2, 1024));
+  c.prompts_per_step = static_cast<int>(p.integer("prompts-per-step", 1, 4096));
+  c.lr = p.real("lr", 0, 10);
+  c.normalize_by_std = p.integer("normalize-std", 0, 1) != 0;
+  c.sft_steps = p.integer("sft-steps", 0, 1000000);
+  c.sft_lr = p.real("sft-lr", 0, 10);
+  c.sft_batch = static_cast<int>(p.integer("sft-batch", 1, 65536));
+  c.steps = p.integer("steps", 0, 10000000);
+  c.seed = static_cast<uint64_t>(p.integer("seed", 0, INT64_MAX));
+  c.threads = threads(p);
+  c.out_dir = p.text("out");
+  c.resume = p.is_set("resume");
+  c.save_every = p.integer("save-every", 1, INT64_MAX);
+  c.eval_every = p.integer("eval-every", 1, INT64_MAX);
+  c.val_size = p.integer("val-size", 1, 100000);
+  c.init_from = p.text("init-from");
+  c.shape = model_shape(p);
+  c.max_new_tokens = static_cast<int>(p.integer("max-new-tokens", 0, 100000));
+  c.temperature = p.real("temperature", 1e-3, 100);
+  return c;
+}
+
+int run_train(const ArgParser& p) {
+  const TrainConfig config = train_config_from(p);
+  std::fprintf(stderr, "fp8rl train: task %s, recipe %s, %lld SFT + %lld GRPO steps, batch %d x %d, seed %llu\n",
+               config.task.c_str(), config.recipe.c_str(), static_cast<long long>(config.sft_steps),
+               static_cast<long long>(config.steps), config.prompts_per_step, config.group_size,
+               static_cast<unsigned long long>(config.seed));
+  ProgressBar progress(stderr, p.is_set("quiet"));
+  const RunResult result = run_training(config, &progress);
+  const Summary summary = summarize(result);
+  std::fputs(summary_text(config, summary).c_str(), stdout);
+  if (!config.out_dir.empty()) write_text_file(RunPaths(config.out_dir).summary, summary_json(config, result, summary));
+  return 0;
+}
+
+}  // namespace fp8rl_cli

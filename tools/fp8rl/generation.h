@@ -1,0 +1,35 @@
+// Generation through the C API, returned as plain vectors.
+#ifndef FP8RL_TOOLS_GENERATION_H
+#define FP8RL_TOOLS_GENERATION_H
+
+#include <fp8rl/fp8rl.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "dataset.h"
+#include "handles.h"
+
+namespace fp8rl_cli {
+
+struct Completion {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  fp8rl_finish_reason finish = FP8RL_FINISH_STOP;
+};
+
+struct Generated {
+  std::vector<Completion> completions;  // one per prompt, in prompt order
+  double seconds = 0;
+};
+
+// Plain sampling with the task's EOS as the stop token (an HF model's own EOS
+// ids mean nothing to the character vocabulary, so they are not used).
+fp8rl_sampling_options task_sampling(float temperature, int max_new_tokens, const int32_t* stop_token);
+
+Generated generate(const Policy& policy, const PromptBatch& prompts, const std::vector<uint64_t>& seeds,
+                   const fp8rl_sampling_options& options);
+
+}  // namespace fp8rl_cli
+
+#endif  // FP8RL_TOOLS_GENERATION_H

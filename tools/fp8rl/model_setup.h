@@ -1,0 +1,33 @@
+// Building policies: the built-in tiny llama from a seed, or an HF folder,
+// and the named precision recipes.
+#ifndef FP8RL_TOOLS_MODEL_SETUP_H
+#define FP8RL_TOOLS_MODEL_SETUP_H
+
+#include <fp8rl/fp8rl.h>
+
+#include <string>
+#include <vector>
+
+#include "handles.h"
+#include "train_config.h"
+
+namespace fp8rl_cli {
+
+const std::vector<std::string>& recipe_names();  // bf16 fp8 fp8-kv fp8-gen
+
+// The recipe a policy that *generates* runs under `name` (fp8-gen: FP8 linear, KV cache and attention).
+fp8rl_recipe generator_recipe(const std::string& name);
+// The recipe the *trained* policy runs under `name` (fp8-gen: BF16).
+fp8rl_recipe learner_recipe(const std::string& name);
+
+// The built-in llama over the task tokenizer's vocabulary.
+fp8rl_model_config builtin_config(const ModelShape& shape, int64_t vocab_size);
+
+Policy create_random_policy(const Context& context, const fp8rl_model_config& config, uint64_t seed);
+Policy load_policy(const Context& context, const std::string& folder);
+fp8rl_model_config policy_config(const Policy& policy);
+void set_recipe(const Policy& policy, const fp8rl_recipe& recipe);
+
+}  // namespace fp8rl_cli
+
+#endif  // FP8RL_TOOLS_MODEL_SETUP_H

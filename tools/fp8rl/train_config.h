@@ -1,0 +1,86 @@
+// What a training run is asked to do (TrainConfig), what it reports per step
+// (StepRecord) and in the end (RunResult), and who watches it (ProgressSink).
+// `fp8rl train` fills a TrainConfig from flags; `fp8rl compare` builds several.
+#ifndef FP8RL_TOOLS_TRAIN_CONFIG_H
+#define FP8RL_TOOLS_TRAIN_CONFIG_H
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fp8rl_cli {
+
+// The built-in policy's architecture (ignored with init_from).
+struct ModelShape {
+  int64_t layers = 2;
+  int64_t hidden = 128;
+  int64_t heads = 4;
+  int64_t kv_heads = 2;
+  int64_t intermediate = 256;
+  int64_t max_positions = 64;
+};
+
+struct TrainConfig {
+  std::string task = "addition";         // addition | reverse
+  int digits = 2;                        // addition: operand digits
+  int length = 5;                        // reverse: longest string
+  int letters = 5;                       // reverse: alphabet size
+  std::string recipe = "fp8-gen";        // bf16 | fp8 | fp8-kv | fp8-gen
+  std::string importance = "truncated";  // off | plain | truncated | masked | sequence-masked
+  double is_cap = 2.0;
+  int group_size = 8;
+  int prompts_per_step = 32;  // large batches: Adam turns sparse-reward noise into full-size steps
+  double lr = 2e-4;           // 5e-4 and above collapse the tiny policy (measured)
+  bool normalize_by_std = true;
+  int64_t sft_steps = 500;  // ~13% validation accuracy on 2-digit addition: clearly incomplete
+  double sft_lr = 2e-3;
+  int sft_batch = 64;
+  int64_t steps = 500;  // GRPO steps
+  uint64_t seed = 0;
+  int threads = 0;      // 0 = all hardware threads
+  std::string out_dir;  // "" = write no files
+  bool resume = false;
+  int64_t save_every = 100;
+  int64_t eval_every = 25;
+  int64_t val_size = 200;
+  ModelShape shape;
+  std::string init_from;   // an HF folder instead of random weights
+  int max_new_tokens = 0;  // 0 = the task's longest answer + EOS + 2
+  double temperature = 1.0;
+};
+
+// One optimizer step, as metrics.jsonl records it.
+struct StepRecord {
+  std::string phase;  // "sft" | "grpo"
+  int64_t step = 0;   // 1-based within its phase
+  double loss = 0, reward_mean = 0, val_acc = NAN, grad_norm = 0, clip_fraction = 0, entropy = 0;
+  double token_mult_prob_error = 1, gen_kl_error = 0, is_weight_mean = 1, tokens_per_second = 0;
+  double generation_seconds = 0, recompute_seconds = 0, train_seconds = 0, recalibration_seconds = 0;
+  double recalibration_fraction = 0, step_seconds = 0;
+  bool skipped = false;
+  bool has_val() const { return !std::isnan(val_acc); }
+};
+
+struct RunResult {
+  std::vector<StepRecord> steps;                      // SFT steps, then GRPO steps
+  std::vector<std::pair<int64_t, double>> val_curve;  // (GRPO step, accuracy); step 0 = SFT end
+  double sft_end_val_acc = NAN;
+  double final_val_acc = NAN;
+  double best_val_acc = NAN;
+  double wall_seconds = 0;  // this process only (a resumed run counts from the resume)
+};
+
+// Receives progress; every method may be left as the default no-op.
+class ProgressSink {
+ public:
+  virtual ~ProgressSink() = default;
+  virtual void on_phase(const std::string& /*phase*/, int64_t /*total_steps*/) {}
+  virtual void on_step(const StepRecord& /*record*/, int64_t /*total_steps*/) {}
+  virtual void on_message(const std::string& /*text*/) {}
+};
+
+}  // namespace fp8rl_cli
+
+#endif  // FP8RL_TOOLS_TRAIN_CONFIG_H

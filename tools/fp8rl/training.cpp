@@ -1,0 +1,301 @@
+#include "training.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "batches.h"
+#include "checkpoint.h"
+#include "cli_error.h"
+#include "dataset.h"
+#include "evaluation.h"
+#include "generation.h"
+#include "handles.h"
+#include "metrics_log.h"
+#include "model_setup.h"
+#include "tasks.h"
+#include "tokenizer.h"
+
+namespace fp8rl_cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Separates the SFT and GRPO prompt streams of one seed.
+constexpr uint64_t kSftStream = 1;
+constexpr uint64_t kGrpoStream = 2;
+
+std::unique_ptr<Task> make_task(const TrainConfig& config) {
+  if (config.task == "addition") return make_addition_task(config.digits);
+  if (config.task == "reverse") return make_reverse_task(config.length, config.letters);
+  throw UsageError("unknown task '" + config.task + "' (addition|reverse)");
+}
+
+fp8rl_importance_mode importance_mode(const std::string& name) {
+  if (name == "off") return FP8RL_IMPORTANCE_OFF;
+  if (name == "plain") return FP8RL_IMPORTANCE_PLAIN;
+  if (name == "truncated") return FP8RL_IMPORTANCE_TRUNCATED;
+  if (name == "masked") return FP8RL_IMPORTANCE_TOKEN_MASKED;
+  if (name == "sequence-masked") return FP8RL_IMPORTANCE_SEQUENCE_MASKED;
+  throw UsageError("unknown importance mode '" + name + "'");
+}
+
+// Everything alive during one run, destroyed in reverse order (trainers are
+// locals of run_training, so they go before the policies).
+struct Run {
+  Run(const TrainConfig& c, ProgressSink* s) : config(c), sink(s), context(c.threads) {}
+  const TrainConfig& config;
+  ProgressSink* sink;
+  Tokenizer tokenizer;
+  std::unique_ptr<Task> task;
+  std::vector<Problem> validation;
+  int max_new_tokens = 0;
+  int64_t micro_batch_tokens = 0;
+  Context context;
+  Policy learner;    // the trained policy
+  Policy generator;  // fp8-gen only: an FP8 copy that generates
+  const Policy& sampler() const { return generator.get() != nullptr ? generator : learner; }
+  void say(const std::string& text) const {
+    if (sink != nullptr) sink->on_message(text);
+  }
+};
+
+void build_policies(Run& run) {
+  const TrainConfig& c = run.config;
+  fp8rl_model_config config;
+  if (c.init_from.empty()) {
+    config = builtin_config(c.shape, run.tokenizer.padded_size());
+    run.learner = create_random_policy(run.context, config, c.seed);
+  } else {
+    run.learner = load_policy(run.context, c.init_from);
+    config = policy_config(run.learner);
+    // Only the built-in character vocabulary is supported: its ids are used as they are.
+    if (config.vocab_size < run.tokenizer.size()) {
+      throw UsageError(c.init_from + " has a vocabulary of " + std::to_string(config.vocab_size) +
+                       " tokens; the task's character vocabulary needs " + std::to_string(run.tokenizer.size()));
+    }
+  }
+  set_recipe(run.learner, learner_recipe(c.recipe));
+  if (c.recipe == "fp8-gen") {
+    run.generator = create_random_policy(run.context, config, c.seed);
+    set_recipe(run.generator, generator_recipe(c.recipe));
+    check(fp8rl_policy_copy_weights(run.generator.get(), run.learner.get()), "fp8rl_policy_copy_weights");
+  }
+}
+
+void sync_generator(const Run& run) {
+  if (run.generator.get() == nullptr) return;
+  check(fp8rl_policy_copy_weights(run.generator.get(), run.learner.get()), "fp8rl_policy_copy_weights");
+}
+
+fp8rl_trainer_options base_options(const Run& run) {
+  fp8rl_trainer_options o;
+  check(fp8rl_trainer_options_init(&o), "fp8rl_trainer_options_init");
+  o.micro_batch_tokens = run.micro_batch_tokens;  // one micro-batch: no recomputation for tiny models
+  o.seed = run.config.seed;
+  o.weight_decay = 0.0;
+  return o;
+}
+
+fp8rl_trainer_options sft_options(const Run& run) {
+  fp8rl_trainer_options o = base_options(run);
+  o.loss = FP8RL_LOSS_CROSS_ENTROPY;
+  o.learning_rate = run.config.sft_lr;
+  return o;
+}
+
+fp8rl_trainer_options grpo_options(const Run& run) {
+  const TrainConfig& c = run.config;
+  fp8rl_trainer_options o = base_options(run);
+  o.loss = FP8RL_LOSS_CLIPPED_POLICY_GRADIENT;
+  o.learning_rate = c.lr;
+  o.group_size = c.group_size;
+  o.normalize_by_std = c.normalize_by_std ? 1 : 0;
+  o.importance_mode = importance_mode(c.importance);
+  o.importance_high = c.is_cap;
+  o.temperature = static_cast<float>(c.temperature);
+  return o;
+}
+
+StepRecord to_record(const char* phase, int64_t step, const fp8rl_train_metrics& m) {
+  StepRecord r;
+  r.phase = phase;
+  r.step = step;
+  r.loss = m.loss;
+  r.reward_mean = m.reward_mean;
+  r.grad_norm = m.grad_norm;
+  r.clip_fraction = m.clip_fraction;
+  r.entropy = m.entropy;
+  if (m.has_mismatch) {
+    r.token_mult_prob_error = m.token_mult_prob_error;
+    r.gen_kl_error = m.gen_kl_error;
+    r.is_weight_mean = m.is_weight_mean;
+  }
+  r.tokens_per_second = m.tokens_per_second;
+  r.generation_seconds = m.generation_seconds;
+  r.recompute_seconds = m.recompute_seconds;
+  r.train_seconds = m.train_seconds;
+  r.recalibration_seconds = m.recalibration_seconds;
+  r.recalibration_fraction = m.recalibration_fraction;
+  r.skipped = m.skipped != 0;
+  return r;
+}
+
+fp8rl_train_metrics train_step(fp8rl_trainer* trainer, const BatchData& data) {
+  fp8rl_train_metrics metrics;
+  metrics.struct_size = sizeof(metrics);
+  const fp8rl_train_batch batch = data.view();
+  check(fp8rl_trainer_step(trainer, &batch, &metrics), "fp8rl_trainer_step");
+  return metrics;
+}
+
+StepRecord sft_step(const Run& run, fp8rl_trainer* trainer, int64_t step) {
+  const auto start = Clock::now();
+  const std::vector<Problem> problems =
+      training_problems(*run.task, run.config.seed, kSftStream, step, run.config.sft_batch);
+  StepRecord record = to_record("sft", step, train_step(trainer, sft_batch(run.tokenizer, problems)));
+  sync_generator(run);
+  record.step_seconds = seconds_since(start);
+  return record;
+}
+
+StepRecord grpo_step(const Run& run, fp8rl_trainer* trainer, int64_t step) {
+  const auto start = Clock::now();
+  const TrainConfig& c = run.config;
+  const std::vector<Problem> problems = training_problems(*run.task, c.seed, kGrpoStream, step, c.prompts_per_step);
+  const PromptBatch prompts = make_prompt_batch(run.tokenizer, problems, c.group_size);
+  // Rollout seeds come from the trainer's seed stream, which its saved state carries.
+  std::vector<uint64_t> seeds(static_cast<size_t>(prompts.count()));
+  check(fp8rl_trainer_next_seeds(trainer, prompts.count(), seeds.data()), "fp8rl_trainer_next_seeds");
+  const int32_t eos = Tokenizer::kEos;
+  const fp8rl_sampling_options sampling = task_sampling(static_cast<float>(c.temperature), run.max_new_tokens, &eos);
+  const Generated generated = generate(run.sampler(), prompts, seeds, sampling);
+  StepRecord record =
+      to_record("grpo", step, train_step(trainer, grpo_batch(run.tokenizer, problems, c.group_size, generated)));
+  sync_generator(run);
+  record.step_seconds = seconds_since(start);
+  return record;
+}
+
+double evaluate(const Run& run) {
+  return validation_accuracy(run.sampler(), run.tokenizer, run.validation, run.max_new_tokens);
+}
+
+void add_val(RunResult& result, int64_t grpo_step, double acc) {
+  result.val_curve.emplace_back(grpo_step, acc);
+  result.final_val_acc = acc;
+  result.best_val_acc = std::isnan(result.best_val_acc) ? acc : std::max(result.best_val_acc, acc);
+}
+
+// Rebuilds the result of the steps a resumed run does not redo.
+void restore_result(RunResult& result, const std::vector<StepRecord>& kept, const Progress& progress) {
+  result.steps = kept;
+  result.sft_end_val_acc = progress.sft_end_val_acc;
+  add_val(result, 0, progress.sft_end_val_acc);
+  for (const StepRecord& r : kept) {
+    if (r.phase == "grpo" && r.has_val()) add_val(result, r.step, r.val_acc);
+  }
+}
+
+void save_checkpoint(const Run& run, fp8rl_trainer* trainer, int64_t grpo_step, const RunResult& result) {
+  if (run.config.out_dir.empty()) return;
+  const RunPaths paths(run.config.out_dir);
+  check(fp8rl_trainer_save_state(trainer, paths.state.c_str()), "fp8rl_trainer_save_state");
+  write_progress(paths, Progress{grpo_step, result.sft_end_val_acc});
+}
+
+void validate_config(const TrainConfig& c) {
+  if (c.out_dir.empty() && c.resume) throw UsageError("--resume needs --out");
+  if (c.group_size < 2) throw UsageError("--group-size must be at least 2 (GRPO compares completions)");
+}
+
+void run_sft(const Run& run, RunResult& result, MetricsLog& log) {
+  const int64_t total = run.config.sft_steps;
+  if (total == 0) return;
+  if (run.sink != nullptr) run.sink->on_phase("sft", total);
+  Trainer trainer(run.learner.get(), sft_options(run));
+  for (int64_t step = 1; step <= total; ++step) {
+    StepRecord record = sft_step(run, trainer.get(), step);
+    if (step == total) record.val_acc = evaluate(run);
+    log.append(record);
+    result.steps.push_back(record);
+    if (run.sink != nullptr) run.sink->on_step(record, total);
+  }
+}
+
+void run_grpo(const Run& run, RunResult& result, MetricsLog& log, int64_t done) {
+  const TrainConfig& c = run.config;
+  if (run.sink != nullptr) run.sink->on_phase("grpo", c.steps);
+  Trainer trainer(run.learner.get(), grpo_options(run));
+  if (done > 0) {
+    // The state holds the master weights, moments, seed stream and scales of step `done`.
+    check(fp8rl_trainer_load_state(trainer.get(), RunPaths(c.out_dir).state.c_str()), "fp8rl_trainer_load_state");
+    sync_generator(run);
+  }
+  for (int64_t step = done + 1; step <= c.steps; ++step) {
+    StepRecord record = grpo_step(run, trainer.get(), step);
+    if (step % c.eval_every == 0 || step == c.steps) {
+      record.val_acc = evaluate(run);
+      add_val(result, step, record.val_acc);
+    }
+    log.append(record);
+    result.steps.push_back(record);
+    if (run.sink != nullptr) run.sink->on_step(record, c.steps);
+    if (step % c.save_every == 0 || step == c.steps) save_checkpoint(run, trainer.get(), step, result);
+  }
+  if (done == c.steps) run.say("the checkpoint is already at step " + std::to_string(done));
+}
+
+}  // namespace
+
+RunResult run_training(const TrainConfig& config, ProgressSink* sink) {
+  validate_config(config);
+  const auto start = Clock::now();
+  Run run(config, sink);
+  run.task = make_task(config);
+  run.validation = validation_problems(*run.task, config.val_size);
+  run.max_new_tokens = config.max_new_tokens > 0 ? config.max_new_tokens : run.task->max_answer_chars() + 3;
+  const int64_t longest = 2 + 2 * run.task->max_answer_chars() + 1 + run.max_new_tokens;
+  run.micro_batch_tokens =
+      std::max<int64_t>(2048, longest * std::max(config.sft_batch, config.prompts_per_step * config.group_size));
+  build_policies(run);
+
+  RunResult result;
+  Progress progress;
+  std::vector<StepRecord> kept;
+  if (!config.out_dir.empty()) {
+    create_run_folders(config.out_dir);
+    if (config.resume) progress = read_progress(RunPaths(config.out_dir));
+    if (progress.grpo_step >= 0) {
+      kept = read_metrics(RunPaths(config.out_dir).metrics, config.sft_steps + progress.grpo_step);
+      restore_result(result, kept, progress);
+      run.say("resuming from GRPO step " + std::to_string(progress.grpo_step));
+    } else if (config.resume) {
+      run.say("no checkpoint in " + config.out_dir + ": starting from the beginning");
+    }
+  }
+  MetricsLog log;
+  if (!config.out_dir.empty()) log.open(RunPaths(config.out_dir).metrics, kept);
+
+  if (progress.grpo_step < 0) {
+    run_sft(run, result, log);
+    // Without SFT steps, the starting point is the initial policy.
+    result.sft_end_val_acc = result.steps.empty() ? evaluate(run) : result.steps.back().val_acc;
+    add_val(result, 0, result.sft_end_val_acc);
+  }
+  run_grpo(run, result, log, std::max<int64_t>(progress.grpo_step, 0));
+  if (!config.out_dir.empty()) {
+    // The trained policy as an HF folder, for `fp8rl generate --model` and `fp8rl export-fp8`.
+    check(fp8rl_policy_save(run.learner.get(), RunPaths(config.out_dir).model.c_str(), FP8RL_DTYPE_F32),
+          "fp8rl_policy_save");
+  }
+  result.wall_seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace fp8rl_cli
