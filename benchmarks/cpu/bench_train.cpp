@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_support.h"
 #include "core/context.h"
 #include "core/io/json.h"
 #include "core/model/model_params.h"
@@ -49,7 +50,11 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using fp8rl::bench::Clock;
+using fp8rl::bench::median;
+using fp8rl::bench::seconds_since;
+using fp8rl::bench::smollm2_135m;
+
 using namespace fp8rl;
 
 struct Options {
@@ -126,34 +131,6 @@ Options parse_options(int argc, char** argv) {
     usage(argv[0]);
   }
   return options;
-}
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-// SmolLM2-135M's config.json (as bench_rollout).
-model::ModelConfig smollm2_135m() {
-  model::ModelConfig config;
-  config.family = model::ModelFamily::llama;
-  config.vocab_size = 49152;
-  config.hidden_size = 576;
-  config.num_layers = 30;
-  config.num_attention_heads = 9;
-  config.num_key_value_heads = 3;
-  config.head_dim = 64;
-  config.intermediate_size = 1536;
-  config.max_position_embeddings = 8192;
-  config.rms_norm_eps = 1e-5;
-  config.rope_theta = 100000.0;
-  config.tie_word_embeddings = true;
-  config.torch_dtype = "bfloat16";
-  return config;
 }
 
 struct NamedRecipe {

@@ -34,9 +34,7 @@ except ImportError as error:
     print(json.dumps({"available": False, "reason": str(error)}))
     sys.exit(0)
 
-# SmolLM2-135M (config.json of HuggingFaceTB/SmolLM2-135M).
-CONFIG = dict(vocab=49152, hidden=576, layers=30, heads=9, kv_heads=3, head_dim=64, intermediate=1536,
-              rope_theta=100000.0, eps=1e-5)
+from torch_rollout_baseline import CONFIG  # noqa: E402  (the same SmolLM2-135M shape as the rollout baseline)
 
 HAS_SDPA = hasattr(F, "scaled_dot_product_attention")
 

@@ -14,6 +14,7 @@
 #include "core/model/model_params.h"
 #include "io/io_test_support.h"
 #include "kernels/error.h"
+#include "support/expect_error.h"
 
 #ifndef FP8RL_MODEL_ORACLE_SCRIPT
 #error "FP8RL_MODEL_ORACLE_SCRIPT must name tests/model/make_hf_folder.py"
@@ -68,24 +69,6 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b, 
     }
   }
   return true;
-}
-
-// Runs body, which must throw fp8rl::Error with `status` and a message
-// containing every fragment.
-inline void expect_error(const std::function<void()>& body, fp8rl::Status status,
-                         const std::vector<std::string>& fragments) {
-  try {
-    body();
-    FAIL("no error thrown");
-  } catch (const fp8rl::Error& error) {
-    const std::string message = error.what();
-    CAPTURE(message);
-    CHECK(static_cast<int>(error.status()) == static_cast<int>(status));
-    for (const std::string& fragment : fragments) {
-      CAPTURE(fragment);
-      CHECK(message.find(fragment) != std::string::npos);
-    }
-  }
 }
 
 // Tensors of a params object by name, in for_each_tensor order.

@@ -499,11 +499,7 @@ def main():
             rows, failures = run_family(family, args, workdir)
             all_rows += rows
             all_failures += failures
-    print_table(all_rows)
-    for failure in all_failures:
-        print("FAIL:", failure)
-    print("PASS" if not all_failures else f"{len(all_failures)} failure(s)")
-    return 1 if all_failures else 0
+    return tr.report(all_rows, all_failures, print_table)
 
 
 if __name__ == "__main__":

@@ -581,11 +581,16 @@ def main():
             rows, failures = run_family(family, args.dump_logits, workdir, seed)
             all_rows += rows
             all_failures += failures
-    print_table(all_rows)
-    for failure in all_failures:
+    return report(all_rows, all_failures, print_table)
+
+
+def report(rows, failures, print_rows):
+    """Prints the table and the failures; returns the exit status."""
+    print_rows(rows)
+    for failure in failures:
         print("FAIL:", failure)
-    print("PASS" if not all_failures else f"{len(all_failures)} failure(s)")
-    return 1 if all_failures else 0
+    print("PASS" if not failures else f"{len(failures)} failure(s)")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

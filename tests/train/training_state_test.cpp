@@ -26,6 +26,7 @@
 #include "core/model/model_params.h"
 #include "io/io_test_support.h"
 #include "kernels/error.h"
+#include "support/expect_error.h"
 
 namespace fp8rl::test {
 namespace {
@@ -153,21 +154,6 @@ void check_same_state(const TrainingState& a, const TrainingState& b) {
   CHECK(a.optimizer_steps == b.optimizer_steps);
   CHECK(a.rng_seed == b.rng_seed);
   CHECK(a.rng_counter == b.rng_counter);
-}
-
-void expect_error(const std::function<void()>& body, Status status, const std::vector<std::string>& fragments) {
-  try {
-    body();
-    FAIL("no error thrown");
-  } catch (const Error& error) {
-    const std::string message = error.what();
-    CAPTURE(message);
-    CHECK(static_cast<int>(error.status()) == static_cast<int>(status));
-    for (const std::string& fragment : fragments) {
-      CAPTURE(fragment);
-      CHECK(message.find(fragment) != std::string::npos);
-    }
-  }
 }
 
 // A checkpoint's content held in memory, to be damaged and written back with
