@@ -1,0 +1,1 @@
+"""fp8rl Python bindings (the idiomatic layer comes later; the raw ctypes layer is fp8rl._raw)."""
