@@ -1,5 +1,16 @@
 # install(): the shared library, the public header, a CMake package
-# (find_package(fp8rl) -> fp8rl::fp8rl) and a pkg-config file.
+# (find_package(fp8rl) -> fp8rl::fp8rl) and a pkg-config file; or, when
+# scikit-build-core builds the Python wheel, the library alone.
+if(SKBUILD)
+  # One plain file inside the Python package, under the name its loader looks
+  # for: wheels cannot hold the libfp8rl.so -> .so.0 -> .so.0.1.0 links, and
+  # ctypes loads it by path. RUNPATH $ORIGIN lets it find libraries shipped
+  # beside it; install(FILES) copies the build-tree file, so that file carries it.
+  set_target_properties(fp8rl PROPERTIES BUILD_WITH_INSTALL_RPATH ON INSTALL_RPATH "$ORIGIN")
+  install(FILES $<TARGET_FILE:fp8rl> DESTINATION fp8rl RENAME libfp8rl.so COMPONENT python_package)
+  return()
+endif()
+
 include(CMakePackageConfigHelpers)
 
 install(TARGETS fp8rl EXPORT fp8rlTargets

@@ -3,7 +3,10 @@
  * owns the environment: it draws prompts, scores completions (reward = the
  * fraction of completion tokens equal to 7) and hands rewards to the trainer,
  * which recomputes log-probs, takes an optimizer step in FP8 and recalibrates.
- * Prints one line per step; exits 1 if the mean reward did not rise. */
+ * Prints one line per step; exits 1 if the mean reward did not rise.
+ * Usage: fp8rl_rl_loop [COMPLETIONS_FILE]: also writes every completion, one
+ * line of token ids each, step after step (the Python binding's test replays
+ * this loop and compares). */
 #include <fp8rl/fp8rl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +21,12 @@
 
 enum { PROMPTS = 4, GROUP = 4, SEQS = PROMPTS * GROUP, PROMPT_LEN = 4, NEW = 6, STEPS = 20, TARGET = 7 };
 
-int main(void) {
+int main(int argc, char** argv) {
+  FILE* completions_file = argc > 1 ? fopen(argv[1], "w") : NULL;
+  if (argc > 1 && !completions_file) {
+    perror(argv[1]);
+    return 1;
+  }
   fp8rl_context_options context_options;
   fp8rl_context* context;
   CHECK(fp8rl_context_options_init(&context_options));
@@ -86,6 +94,8 @@ int main(void) {
         hits += completions[completion_offsets[i] + j] == TARGET;
       }
       rewards[i] = length > 0 ? (float)hits / (float)length : 0.0f;
+      for (int j = 0; completions_file && j < length; ++j)
+        fprintf(completions_file, j + 1 < length ? "%d " : "%d\n", completions[completion_offsets[i] + j]);
       reward_sum += rewards[i];
     }
     offsets[SEQS] = n;
@@ -107,6 +117,7 @@ int main(void) {
   CHECK(fp8rl_trainer_destroy(trainer));
   CHECK(fp8rl_policy_destroy(policy));
   CHECK(fp8rl_context_destroy(context));
+  if (completions_file) fclose(completions_file);
   printf("mean reward %.3f -> %.3f\n", first_reward, last_reward);
   return last_reward > first_reward + 0.3 ? 0 : 1;
 }

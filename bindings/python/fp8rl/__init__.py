@@ -1,1 +1,44 @@
-"""fp8rl Python bindings (the idiomatic layer comes later; the raw ctypes layer is fp8rl._raw)."""
+"""fp8rl: FP8 end-to-end reinforcement learning for LLM policies, from Python.
+
+The same FP8 numerics in generation and training (block-scaled E4M3 linear
+layers, optional FP8 KV cache and attention), scales recalibrated after every
+step, token-level importance correction with mismatch metrics.
+
+A whole GRPO step::
+
+    import fp8rl
+    policy = fp8rl.Policy.random(fp8rl.ModelConfig(vocab_size=32, hidden_size=64, num_layers=2,
+                                                   num_attention_heads=4, num_key_value_heads=2,
+                                                   intermediate_size=128, max_position_embeddings=32),
+                                 seed=1, recipe=fp8rl.Recipe.fp8_full())
+    policy.start_training(loss=fp8rl.LossConfig(group_size=4), optimizer=fp8rl.OptimizerConfig(learning_rate=1e-2))
+    rollouts = policy.generate([[8, 9, 10]] * 4, fp8rl.SamplingParams(max_new_tokens=6))
+    rewards = [float((c.tokens == 7).mean()) for c in rollouts]        # the host's environment
+    metrics = policy.train_step(rollouts, rewards=rewards)
+
+The library is loaded at import (``FP8RL_LIBRARY`` names another build) and
+its version checked. ``fp8rl._raw`` mirrors the C header one to one.
+"""
+from ._library import library as _load, library_path
+from .configs import (CalibrationConfig, LossConfig, ModelConfig, OptimizerConfig, Recipe, SamplingParams,
+                      TrainerConfig)
+from .context import Context
+from .enums import (Aggregation, Backend, Baseline, FinishReason, ImportanceMode, KlEstimator, LogLevel, LossKind,
+                    LrSchedule, ModelFamily, Precision, RopeScaling, SaveDtype, ScaleFormat)
+from .errors import (BackendUnavailableError, CorruptDataError, CudaError, Fp8rlError, Fp8rlIOError, InternalError,
+                     InvalidArgumentError, NonFiniteError, OutOfMemoryError, UnsupportedError, VersionMismatchError)
+from .policy import Policy
+from .rollouts import Completion, Rollouts
+
+_load()  # fail at import, not at the first call, if the library is missing or of another version
+
+__version__ = _load().fp8rl_version_string().decode()
+
+__all__ = [
+    "Aggregation", "Backend", "BackendUnavailableError", "Baseline", "CalibrationConfig", "Completion", "Context",
+    "CorruptDataError", "CudaError", "FinishReason", "Fp8rlError", "Fp8rlIOError", "ImportanceMode", "InternalError",
+    "InvalidArgumentError", "KlEstimator", "LogLevel", "LossConfig", "LossKind", "LrSchedule", "ModelConfig",
+    "ModelFamily", "NonFiniteError", "OptimizerConfig", "OutOfMemoryError", "Policy", "Precision", "Recipe",
+    "RopeScaling", "Rollouts", "SamplingParams", "SaveDtype", "ScaleFormat", "TrainerConfig", "UnsupportedError",
+    "VersionMismatchError", "library_path",
+]
