@@ -13,8 +13,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import emit_julia  # noqa: E402
 import emit_layout_probe  # noqa: E402
 import emit_python  # noqa: E402
+import emit_rust  # noqa: E402
 import model  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -24,6 +26,8 @@ HEADER = "capi/include/fp8rl/fp8rl.h"
 OUTPUTS = {
     "bindings/python/fp8rl/_raw.py": emit_python.emit,
     "tests/bindings/layout_probe.c": emit_layout_probe.emit,
+    "bindings/rust/fp8rl-sys/src/bindings.rs": emit_rust.emit,
+    "bindings/julia/FP8RL/src/LibFP8RL.jl": emit_julia.emit,
 }
 
 

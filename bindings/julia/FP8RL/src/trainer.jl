@@ -1,0 +1,230 @@
+# Trainers: RL (or SFT) steps on a policy, in the policy's own recipe.
+
+"""
+    Trainer(policy::Policy, config::TrainerConfig)
+    Trainer(policy::Policy; loss = LossConfig(), optimizer = OptimizerConfig(), options...)
+    Trainer(f, policy::Policy; options...)
+
+Trains `policy` in place (`fp8rl_trainer`): each [`train_step!`](@ref)
+recomputes the batch's log-probs, forms advantages, runs the loss forward and
+backward over micro-batches (FP8 fprop, dgrad and wgrad under an FP8 recipe),
+clips the gradient norm, takes an AdamW step on the FP32 master weights and
+recalibrates; the policy then generates with the new weights. The keywords
+are [`TrainerConfig`](@ref)'s; bad options throw an [`FP8RLError`](@ref) naming the field.
+
+The trainer keeps its policy alive, and the policy cannot be closed while the
+trainer is open. The do-block form closes the trainer when `f` returns.
+"""
+mutable struct Trainer <: _Handle
+    ptr::Ptr{L.fp8rl_trainer}
+    pending::Bool
+    const policy::Policy
+    const config::TrainerConfig
+    function Trainer(ptr::Ptr{L.fp8rl_trainer}, policy::Policy, config::TrainerConfig)
+        return finalizer(_finalize, new(ptr, false, policy, config))
+    end
+end
+
+function Trainer(policy::Policy, trainer_config::TrainerConfig)
+    out = Ref{Ptr{L.fp8rl_trainer}}(C_NULL)
+    check(L.fp8rl_trainer_create(policy, Ref(_to_c(trainer_config)), out))
+    return Trainer(out[], policy, trainer_config)
+end
+
+Trainer(policy::Policy; options...) = Trainer(policy, TrainerConfig(; options...))
+Trainer(f::Function, policy::Policy; options...) = _closing(f, Trainer(policy; options...))
+
+Base.unsafe_convert(::Type{Ptr{L.fp8rl_trainer}}, trainer::Trainer) = _ptr(trainer)
+
+_raw_destroy(trainer::Trainer) = L.fp8rl_trainer_destroy(trainer.ptr)
+_parent(trainer::Trainer) = trainer.policy
+_kind(::Trainer) = "trainer"
+
+Base.show(io::IO, trainer::Trainer) = print(io, "FP8RL.Trainer(", isopen(trainer) ? "open" : "closed", ")")
+
+"""
+    train_step!(trainer::Trainer, rollout::Rollout; rewards = nothing, advantages = nothing,
+                logp_ref = nothing) -> NamedTuple
+    train_step!(trainer::Trainer, prompts, completions; rewards = nothing, advantages = nothing,
+                logp_gen = nothing, logp_ref = nothing, generation_seconds = 0.0) -> NamedTuple
+
+One training step (`fp8rl_trainer_step`) on each prompt followed by its
+completion: those of `rollout` (whose log-probs feed the importance
+correction and the mismatch metrics, and whose generation time the time
+breakdown), or token-id vectors generated elsewhere.
+
+A policy-gradient loss takes exactly one of `rewards` (one per sequence,
+turned into advantages within groups of `loss.group_size` consecutive
+sequences) and `advantages`; cross-entropy takes neither. Per-token values
+(`logp_gen`, the generator's log-probs; `logp_ref`, a reference policy's for
+the KL penalty) are one vector per completion or one flat vector. Rewards,
+advantages and `logp_ref` must be finite (checked before C).
+
+Returns every field of `fp8rl_train_metrics`: `step`, `skipped`, `clipped`,
+`loss`, `grad_norm`, `learning_rate`, `clip_fraction`, `ratio_mean`, `entropy`,
+`kl_k1`, `kl_k3`, `reward_mean`, `has_mismatch`, `token_mult_prob_error`,
+`gen_kl_error`, `is_weight_mean`, `is_truncated_fraction`, `is_masked_fraction`
+(these five `nothing` without generator log-probs), `sequences`,
+`completion_tokens`, `trained_tokens`, `tokens_per_second`,
+`generation_seconds`, `recompute_seconds`, `train_seconds`,
+`recalibration_seconds`, `recalibration_fraction`. A non-finite gradient is
+not an error: `skipped` is then `true` and nothing changed.
+"""
+function train_step!(trainer::Trainer, rollout::Rollout; rewards = nothing, advantages = nothing, logp_ref = nothing)
+    sequences = _sequences(rollout)
+    logp_gen = _flat(rollout).logprobs
+    return _train_step!(trainer, sequences, rewards, advantages, logp_gen, logp_ref, rollout.generation_seconds)
+end
+
+function train_step!(trainer::Trainer, prompts::AbstractVector, given::AbstractVector; rewards = nothing,
+                     advantages = nothing, logp_gen = nothing, logp_ref = nothing, generation_seconds::Real = 0.0)
+    sequences = _user_sequences(prompts, given, _vocab_size(trainer.policy), "train_step!")
+    return _train_step!(trainer, sequences, rewards, advantages, logp_gen, logp_ref, generation_seconds)
+end
+
+const _MISMATCH_METRICS = (:token_mult_prob_error, :gen_kl_error, :is_weight_mean, :is_truncated_fraction,
+                           :is_masked_fraction)
+const _FLAG_METRICS = (:skipped, :clipped, :has_mismatch)
+
+function _train_step!(trainer::Trainer, sequences::_Sequences, rewards, advantages, logp_gen, logp_ref,
+                      generation_seconds::Real)
+    _check_loss_inputs(trainer.config.loss.kind, rewards, advantages)
+    count = length(sequences.prompt_lengths)
+    offsets = sequences.completion_offsets
+    reward_values = rewards === nothing ? nothing : _float_vector(rewards, count, "train_step!: rewards")
+    advantage_values = advantages === nothing ? nothing : _float_vector(advantages, count, "train_step!: advantages")
+    # The library decides where non-finite generator log-probs matter (the importance weights).
+    gen = logp_gen === nothing ? nothing : _per_token(logp_gen, offsets, "train_step!: logp_gen"; allow_non_finite = true)
+    ref = logp_ref === nothing ? nothing : _per_token(logp_ref, offsets, "train_step!: logp_ref")
+    tokens, sequence_offsets, prompt_lengths = sequences.tokens, sequences.offsets, sequences.prompt_lengths
+    metrics = Ref(_c_output(L.fp8rl_train_metrics))
+    # The batch holds raw pointers into these arrays: they must outlive the call.
+    GC.@preserve tokens sequence_offsets prompt_lengths reward_values advantage_values gen ref begin
+        batch = _with(_c_defaults(L.fp8rl_train_batch);
+                      tokens = pointer(tokens), offsets = pointer(sequence_offsets), num_sequences = count,
+                      prompt_lengths = pointer(prompt_lengths), num_completion_tokens = last(offsets),
+                      logp_gen = _pointer(gen), logp_ref = _pointer(ref), rewards = _pointer(reward_values),
+                      advantages = _pointer(advantage_values), generation_seconds = Float64(generation_seconds))
+        check(L.fp8rl_trainer_step(trainer, Ref(batch), metrics))
+    end
+    return _train_metrics(metrics[])
+end
+
+_pointer(::Nothing) = Ptr{Cfloat}(C_NULL)
+_pointer(values::Vector{Float32}) = pointer(values)
+
+function _check_loss_inputs(kind, rewards, advantages)
+    if kind === :clipped_policy_gradient && (rewards === nothing) == (advantages === nothing)
+        throw(_invalid("train_step!: a policy-gradient loss takes exactly one of rewards and advantages"))
+    elseif kind === :cross_entropy && !(rewards === nothing && advantages === nothing)
+        throw(_invalid("train_step!: the cross-entropy loss takes neither rewards nor advantages"))
+    end
+    return nothing
+end
+
+# Every metric; flags as Bools, and the mismatch metrics `nothing` when the batch had no logp_gen.
+function _train_metrics(raw::L.fp8rl_train_metrics)
+    has_mismatch = raw.has_mismatch != 0
+    fields = _fields(raw)
+    names = keys(fields)
+    values = map(names) do name
+        value = getfield(fields, name)
+        if name in _FLAG_METRICS
+            value != 0
+        elseif !has_mismatch && name in _MISMATCH_METRICS
+            nothing
+        else
+            value
+        end
+    end
+    return NamedTuple{names}(values)
+end
+
+"""
+    recompute_logprobs(trainer::Trainer, rollout::Rollout) -> Vector{Vector{Float32}}
+    recompute_logprobs(trainer::Trainer, prompts, completions) -> Vector{Vector{Float32}}
+
+The completion tokens' log-probs under the training distribution (log
+softmax(logits / loss.temperature)), as a step recomputes them
+(`fp8rl_trainer_recompute_logprobs`), one vector per completion. Under the
+generator's recipe and temperature (top_k 0, top_p 1) they equal the
+generator's bit for bit.
+"""
+recompute_logprobs(trainer::Trainer, rollout::Rollout) = _recompute_logprobs(trainer, _sequences(rollout))
+
+recompute_logprobs(trainer::Trainer, prompts::AbstractVector, given::AbstractVector) =
+    _recompute_logprobs(trainer, _user_sequences(prompts, given, _vocab_size(trainer.policy), "recompute_logprobs"))
+
+function _recompute_logprobs(trainer::Trainer, sequences::_Sequences)
+    logprobs = _buffer(Float32, last(sequences.completion_offsets))
+    prompt_lengths = sequences.prompt_lengths
+    check(L.fp8rl_trainer_recompute_logprobs(trainer, sequences.tokens, sequences.offsets, length(prompt_lengths),
+                                             prompt_lengths, logprobs, length(logprobs)))
+    return _split(logprobs, sequences.completion_offsets)
+end
+
+"""
+    recalibrate!(trainer::Trainer) -> Float64
+
+Requantizes every compute copy of the policy's weights from the FP32 master
+weights and applies the attention scales measured in the last step
+(`fp8rl_trainer_recalibrate`); returns the seconds it took. Steps do it
+themselves unless `recalibrate_after_step` is off.
+"""
+function recalibrate!(trainer::Trainer)
+    seconds = Ref{Cdouble}(0.0)
+    check(L.fp8rl_trainer_recalibrate(trainer, seconds))
+    return seconds[]
+end
+
+"""
+    next_seeds(trainer::Trainer, count) -> Vector{UInt64}
+
+Seeds for the next `count` prompts, from the trainer's seed stream
+(`fp8rl_trainer_next_seeds`; part of the saved state, so a resumed run draws
+the same seeds). Pass them to [`generate`](@ref).
+"""
+function next_seeds(trainer::Trainer, count::Integer)
+    count >= 0 || throw(_invalid("next_seeds: count must be >= 0, got $count"))
+    seeds = Vector{UInt64}(undef, count)
+    count == 0 && return seeds  # nothing to draw, and no buffer for C to refuse
+    check(L.fp8rl_trainer_next_seeds(trainer, count, seeds))
+    return seeds
+end
+
+"""
+    save_state(trainer::Trainer, path)
+
+Saves the whole training state (master weights, AdamW moments, step counters,
+seed stream, recipe, attention scales) to one `.safetensors` file, atomically;
+its folder must exist (`fp8rl_trainer_save_state`).
+"""
+function save_state(trainer::Trainer, path::AbstractString)
+    check(L.fp8rl_trainer_save_state(trainer, String(path)))
+    return nothing
+end
+
+"""
+    load_state!(trainer::Trainer, path) -> trainer
+
+Restores a state [`save_state`](@ref) wrote; later steps continue bit for bit
+as the saved run did, given the same options (`fp8rl_trainer_load_state`). The
+file is validated in full before anything changes.
+"""
+function load_state!(trainer::Trainer, path::AbstractString)
+    check(L.fp8rl_trainer_load_state(trainer, String(path)))
+    return trainer
+end
+
+"""
+    memory(trainer::Trainer) -> NamedTuple
+
+Bytes the trainer and its policy hold, by component (`fp8rl_trainer_memory`):
+`master_weights`, `compute_weights`, `gradients`, `optimizer_state` (AdamW
+moments) and `backward_weights` (the transposed copies the backward pass reads).
+"""
+function memory(trainer::Trainer)
+    report = Ref(_c_output(L.fp8rl_memory_report))
+    check(L.fp8rl_trainer_memory(trainer, report))
+    return _fields(report[])
+end

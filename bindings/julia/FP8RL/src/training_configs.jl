@@ -1,0 +1,117 @@
+# The option structs of trainers: the loss, the optimizer, and both with the
+# rest of `fp8rl_trainer_options`. Defaults come from fp8rl_trainer_options_init.
+
+"""
+    LossConfig(; kind = :clipped_policy_gradient, clip_low = 0.2, clip_high = 0.2,
+               importance_mode = :off, importance_low = 0.0, importance_high = 2.0,
+               kl_coefficient = 0.0, kl_estimator = :k3, aggregation = :token_mean,
+               group_size = 1, baseline = :group_mean, normalize_by_std = false,
+               sample_std = true, advantage_epsilon = 1e-6, temperature = 1.0)
+
+The training loss (the loss fields of `fp8rl_trainer_options`).
+
+- `kind`: `:clipped_policy_gradient` (GRPO/PPO: -w min(r A, clip(r, 1 - clip_low,
+  1 + clip_high) A) + w β KL) or `:cross_entropy` (SFT).
+- `importance_mode`: token-level correction w = exp(logp_old - logp_gen) against
+  the generator's log-probs: `:off`, `:plain`, `:truncated` (clamped to
+  [importance_low, importance_high]), `:token_masked` or `:sequence_masked`.
+- `kl_coefficient` (β) with `kl_estimator` `:k1` or `:k3`: a KL penalty to
+  reference log-probs (`logp_ref` of [`train_step!`](@ref)).
+- `aggregation`: `:token_mean` or `:sequence_mean`.
+- `group_size` consecutive sequences form a group (one prompt's completions);
+  rewards become advantages against the group's `baseline` (`:group_mean` or
+  `:leave_one_out`), divided by its std + `advantage_epsilon` if `normalize_by_std`
+  (`sample_std`: n - 1 rather than n).
+- `temperature`: of the training distribution; use the sampling temperature
+  (with top_k 0 and top_p 1) for training log-probs equal to the generator's.
+"""
+struct LossConfig <: _Options
+    kind::Union{Symbol,Int32}
+    clip_low::Float64
+    clip_high::Float64
+    importance_mode::Union{Symbol,Int32}
+    importance_low::Float64
+    importance_high::Float64
+    kl_coefficient::Float64
+    kl_estimator::Union{Symbol,Int32}
+    aggregation::Union{Symbol,Int32}
+    group_size::Int32
+    baseline::Union{Symbol,Int32}
+    normalize_by_std::Bool
+    sample_std::Bool
+    advantage_epsilon::Float64
+    temperature::Float32
+end
+
+_enums(::Type{LossConfig}) = (kind = _LOSS_KIND, importance_mode = _IMPORTANCE_MODE, kl_estimator = _KL_ESTIMATOR,
+                              aggregation = _AGGREGATION, baseline = _BASELINE)
+_c_names(::Type{LossConfig}) = (kind = :loss,)
+
+LossConfig(; fields...) = _with(_from_c(LossConfig, _c_defaults(L.fp8rl_trainer_options)); fields...)
+
+"""
+    OptimizerConfig(; learning_rate = 1e-6, schedule = :constant, warmup_steps = 0,
+                    total_steps = 0, min_lr_ratio = 0.0, beta1 = 0.9, beta2 = 0.999,
+                    adam_epsilon = 1e-8, weight_decay = 0.01, max_grad_norm = 1.0)
+
+AdamW on the FP32 master weights (the optimizer fields of
+`fp8rl_trainer_options`). `schedule`: `:constant`, `:warmup_constant` (linear
+warmup over `warmup_steps`) or `:warmup_cosine` (then cosine decay to
+`min_lr_ratio * learning_rate` at `total_steps`). `weight_decay` applies to
+matrices only; `max_grad_norm` clips the global gradient norm (0: off).
+"""
+struct OptimizerConfig <: _Options
+    learning_rate::Float64
+    schedule::Union{Symbol,Int32}
+    warmup_steps::Int64
+    total_steps::Int64
+    min_lr_ratio::Float64
+    beta1::Float64
+    beta2::Float64
+    adam_epsilon::Float64
+    weight_decay::Float64
+    max_grad_norm::Float64
+end
+
+_enums(::Type{OptimizerConfig}) = (schedule = _LR_SCHEDULE,)
+
+OptimizerConfig(; fields...) = _with(_from_c(OptimizerConfig, _c_defaults(L.fp8rl_trainer_options)); fields...)
+
+"""
+    TrainerConfig(; loss = LossConfig(), optimizer = OptimizerConfig(),
+                  calibration = CalibrationConfig(), micro_batch_tokens = 2048,
+                  recalibrate_after_step = true, seed = 0)
+
+Everything a [`Trainer`](@ref) is created with (`fp8rl_trainer_options`).
+`loss`, `optimizer` and `calibration` also take NamedTuples of their fields.
+`micro_batch_tokens` bounds the tokens whose activations are kept for one
+backward pass; `recalibrate_after_step` requantizes the weights and replaces
+the attention scales after every step; `seed` starts the trainer's stream of
+prompt seeds ([`next_seeds`](@ref)).
+"""
+struct TrainerConfig <: _Options
+    loss::LossConfig
+    optimizer::OptimizerConfig
+    calibration::CalibrationConfig
+    micro_batch_tokens::Int64
+    recalibrate_after_step::Bool
+    seed::UInt64
+end
+
+function TrainerConfig(; fields...)
+    raw = _c_defaults(L.fp8rl_trainer_options)
+    calibration = CalibrationConfig(raw.calibration_percentile, raw.calibration_margin, raw.calibration_max_value)
+    defaults = TrainerConfig(_from_c(LossConfig, raw), _from_c(OptimizerConfig, raw), calibration,
+                             raw.micro_batch_tokens, raw.recalibrate_after_step != 0, raw.seed)
+    return _with(defaults; fields...)
+end
+
+function _to_c(trainer::TrainerConfig)
+    raw = _to_c_fields(trainer.loss, _c_defaults(L.fp8rl_trainer_options))
+    raw = _to_c_fields(trainer.optimizer, raw)
+    return _with(raw; calibration_percentile = trainer.calibration.percentile,
+                 calibration_margin = trainer.calibration.margin,
+                 calibration_max_value = trainer.calibration.max_value,
+                 micro_batch_tokens = trainer.micro_batch_tokens,
+                 recalibrate_after_step = trainer.recalibrate_after_step, seed = trainer.seed)
+end

@@ -1,0 +1,88 @@
+//! Trainer options: the loss, the advantages, the optimizer and recalibration.
+
+use fp8rl_sys as sys;
+
+use crate::enums::{AdvantageBaseline, Aggregation, ImportanceMode, KlEstimator, LossKind, LrSchedule};
+
+c_options! {
+    /// Options of a [`Trainer`](crate::Trainer) (`fp8rl_trainer_options`),
+    /// every field of the C struct, with the library's defaults.
+    ///
+    /// ```
+    /// use fp8rl::{ImportanceMode, TrainerOptions};
+    /// let options = TrainerOptions::new()
+    ///     .learning_rate(1e-2)
+    ///     .group_size(4)
+    ///     .importance_mode(ImportanceMode::Truncated);
+    /// assert_eq!(options.beta2, 0.999);
+    /// ```
+    pub struct TrainerOptions: sys::fp8rl_trainer_options = sys::fp8rl_trainer_options_init {
+        /// Default [`LossKind::ClippedPolicyGradient`].
+        loss: LossKind,
+        /// epsilon_low in [0, 1]; default 0.2.
+        clip_low: f64,
+        /// epsilon_high >= 0; default 0.2 (DAPO's clip-higher: 0.28).
+        clip_high: f64,
+        /// Token-level IS correction w = exp(logp_old - logp_gen); default
+        /// [`ImportanceMode::Off`]. Any other mode needs logp_gen in the batch.
+        importance_mode: ImportanceMode,
+        /// Lower bound of w, >= 0; default 0.
+        importance_low: f64,
+        /// Upper bound (truncation cap) of w, > 0; default 2.
+        importance_high: f64,
+        /// beta >= 0 of the KL penalty to the reference; > 0 needs logp_ref. Default 0.
+        kl_coefficient: f64,
+        /// Default [`KlEstimator::K3`].
+        kl_estimator: KlEstimator,
+        /// Default [`Aggregation::TokenMean`].
+        aggregation: Aggregation,
+        /// Completions per prompt, consecutive in the batch (>= 1; default 1):
+        /// the groups of reward normalization.
+        group_size: i32,
+        /// Default [`AdvantageBaseline::GroupMean`].
+        baseline: AdvantageBaseline,
+        /// Divide advantages by the group's std + epsilon. Default false.
+        normalize_by_std: bool,
+        /// Sample std (n - 1) if true (default); population std if false.
+        sample_std: bool,
+        /// >= 0; default 1e-6.
+        advantage_epsilon: f64,
+        /// Peak learning rate >= 0; default 1e-6.
+        learning_rate: f64,
+        /// Default [`LrSchedule::Constant`].
+        schedule: LrSchedule,
+        /// >= 0; default 0.
+        warmup_steps: i64,
+        /// Cosine schedule: warmup + decay steps; default 0.
+        total_steps: i64,
+        /// Cosine schedule: final / peak rate in [0, 1]; default 0.
+        min_lr_ratio: f64,
+        /// AdamW beta1 in [0, 1); default 0.9.
+        beta1: f64,
+        /// AdamW beta2 in [0, 1); default 0.999.
+        beta2: f64,
+        /// AdamW epsilon > 0; default 1e-8.
+        adam_epsilon: f64,
+        /// >= 0, on matrices only (not norms, biases); default 0.01.
+        weight_decay: f64,
+        /// Global L2 clipping; 0 turns it off. Default 1.
+        max_grad_norm: f64,
+        /// Training log-probs are log softmax(logits / temperature) over the
+        /// whole vocabulary (> 0; default 1): use the sampling temperature with
+        /// top_k 0 and top_p 1 for log-probs equal to the generator's.
+        temperature: f32,
+        /// Tokens per micro-batch (>= 1; default 2048): activations of one
+        /// micro-batch are kept for its backward pass.
+        micro_batch_tokens: i64,
+        /// Recalibrate after every step (default true).
+        recalibrate_after_step: bool,
+        /// Of the per-token Q/K/V maxima, in (0, 100]; default 99.9.
+        calibration_percentile: f64,
+        /// >= 1; default 1.05.
+        calibration_margin: f64,
+        /// The FP8 magnitude the percentile maps to; default 448.
+        calibration_max_value: f64,
+        /// Seed of [`Trainer::next_seeds`](crate::Trainer::next_seeds); default 0.
+        seed: u64,
+    }
+}
