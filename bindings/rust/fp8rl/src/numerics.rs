@@ -71,23 +71,24 @@ impl Elements<'_> {
 }
 
 impl ElementsMut<'_> {
+    /// The same elements, read-only.
+    pub fn as_elements(&self) -> Elements<'_> {
+        match self {
+            Self::F32(s) => Elements::F32(s),
+            Self::Bf16(s) => Elements::Bf16(s),
+            Self::E4m3(s) => Elements::E4m3(s),
+            Self::E5m2(s) => Elements::E5m2(s),
+        }
+    }
+
     /// The element type.
     pub fn dtype(&self) -> DType {
-        match self {
-            Self::F32(_) => DType::F32,
-            Self::Bf16(_) => DType::Bf16,
-            Self::E4m3(_) => DType::E4m3,
-            Self::E5m2(_) => DType::E5m2,
-        }
+        self.as_elements().dtype()
     }
 
     /// The number of elements.
     pub fn len(&self) -> usize {
-        match self {
-            Self::F32(s) => s.len(),
-            Self::Bf16(s) => s.len(),
-            Self::E4m3(s) | Self::E5m2(s) => s.len(),
-        }
+        self.as_elements().len()
     }
 
     /// Whether there are no elements.
