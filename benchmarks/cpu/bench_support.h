@@ -1,5 +1,5 @@
-// What the CPU benchmarks share: timing, medians and the SmolLM2-135M shape
-// they all measure.
+// What the benchmarks share: timing, medians and the model shapes they
+// measure (SmolLM2-135M on the CPU, Llama-3.2-1B on the GPU).
 #pragma once
 
 #include <algorithm>
@@ -40,6 +40,21 @@ inline model::ModelConfig smollm2_135m() {
   config.rope_theta = 100000.0;
   config.tie_word_embeddings = true;
   config.torch_dtype = "bfloat16";
+  return config;
+}
+
+// Llama-3.2-1B's config.json, without its rope scaling (random weights: it changes no work).
+inline model::ModelConfig llama_3_2_1b() {
+  model::ModelConfig config = smollm2_135m();
+  config.vocab_size = 128256;
+  config.hidden_size = 2048;
+  config.num_layers = 16;
+  config.num_attention_heads = 32;
+  config.num_key_value_heads = 8;
+  config.head_dim = 64;
+  config.intermediate_size = 8192;
+  config.max_position_embeddings = 131072;
+  config.rope_theta = 500000.0;
   return config;
 }
 

@@ -7,7 +7,10 @@
 //
 //   fp8rl_bench_train [--threads N] [--quick] [--sequences N] [--length N] [--prompt N] [--steps N]
 //                     [--rl-sequences N] [--rl-prompt N] [--rl-new-tokens N] [--rl-steps N]
-//                     [--torch-python PATH] [--no-torch]
+//                     [--torch-python PATH] [--no-torch] [--backend cpu|cuda] [--model smollm2-135m|llama-3.2-1b]
+//
+// ./run bench runs it on the CPU with SmolLM2-135M; ./run gpu-check on the
+// CUDA backend with Llama-3.2-1B, PyTorch then training on the GPU too.
 //
 // Method. Throughput: a fixed batch of random sequences (prompt + completion
 // tokens), a cross-entropy loss on the completion tokens (the PyTorch
@@ -51,6 +54,7 @@
 namespace {
 
 using fp8rl::bench::Clock;
+using fp8rl::bench::llama_3_2_1b;
 using fp8rl::bench::median;
 using fp8rl::bench::seconds_since;
 using fp8rl::bench::smollm2_135m;
@@ -72,13 +76,16 @@ struct Options {
   int rl_steps = 3;
   std::string torch_python;
   bool torch = true;
+  bool cuda = false;
+  std::string model = "smollm2-135m";
 };
 
 [[noreturn]] void usage(const char* program) {
   std::fprintf(stderr,
                "usage: %s [--threads N] [--quick] [--sequences N] [--length N] [--prompt N] [--steps N]\n"
                "          [--rl-sequences N] [--rl-prompt N] [--rl-new-tokens N] [--rl-steps N]\n"
-               "          [--torch-python PATH] [--no-torch]\n",
+               "          [--torch-python PATH] [--no-torch] [--backend cpu|cuda]\n"
+               "          [--model smollm2-135m|llama-3.2-1b]\n",
                program);
   std::exit(2);
 }
@@ -109,6 +116,13 @@ Options parse_options(int argc, char** argv) {
       options.torch = false;
     } else if (std::strcmp(argv[i], "--torch-python") == 0 && i + 1 < argc) {
       options.torch_python = argv[++i];
+    } else if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+      const std::string backend = argv[++i];
+      if (backend != "cpu" && backend != "cuda") usage(argv[0]);
+      options.cuda = backend == "cuda";
+    } else if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
+      options.model = argv[++i];
+      if (options.model != "smollm2-135m" && options.model != "llama-3.2-1b") usage(argv[0]);
     } else {
       usage(argv[0]);
     }
@@ -336,7 +350,8 @@ std::vector<TorchResult> run_torch_baseline(const Options& options, int threads,
                               FP8RL_TORCH_TRAIN_SCRIPT + "' --threads " + std::to_string(threads) + " --sequences " +
                               std::to_string(options.sequences) + " --prompt " + std::to_string(options.prompt) +
                               " --completion " + std::to_string(options.length - options.prompt) + " --steps " +
-                              std::to_string(options.steps) + " 2>/dev/null";
+                              std::to_string(options.steps) + " --device " + (options.cuda ? "cuda" : "cpu") +
+                              " --model " + options.model + " 2>/dev/null";
   const std::string output = run_command(command);
   try {
     // The JSON object is the last line that names "available".
@@ -427,16 +442,20 @@ int main(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
   const Clock::time_point bench_start = Clock::now();
   BackendRequest request;
-  request.choice = BackendChoice::cpu;
+  request.choice = options.cuda ? BackendChoice::cuda : BackendChoice::cpu;
   request.num_threads = options.threads;
   Context context(request, Logger());
   const int threads = context.num_threads();
-  const model::ModelConfig config = smollm2_135m();
+  const model::ModelConfig config = options.model == "llama-3.2-1b" ? llama_3_2_1b() : smollm2_135m();
   const int completion = options.length - options.prompt;
 
   std::printf(
-      "fp8rl training benchmark: SmolLM2-135M shapes (llama, vocab 49152, hidden 576, 30 layers, 9/3 heads,\n"
-      "head_dim 64, intermediate 1536, tied), random weights\n");
+      "fp8rl training benchmark: %s shapes (llama, vocab %lld, hidden %lld, %lld layers, %lld/%lld heads,\n"
+      "head_dim %lld, intermediate %lld, tied), random weights\n",
+      options.model.c_str(), static_cast<long long>(config.vocab_size), static_cast<long long>(config.hidden_size),
+      static_cast<long long>(config.num_layers), static_cast<long long>(config.num_attention_heads),
+      static_cast<long long>(config.num_key_value_heads), static_cast<long long>(config.head_dim),
+      static_cast<long long>(config.intermediate_size));
   std::printf("machine: %s; %u hardware threads\n", context.description().c_str(), std::thread::hardware_concurrency());
   std::fflush(stdout);
 

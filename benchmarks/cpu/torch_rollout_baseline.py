@@ -26,9 +26,21 @@ except ImportError as error:
     print(json.dumps({"available": False, "reason": str(error)}))
     sys.exit(0)
 
-# SmolLM2-135M (config.json of HuggingFaceTB/SmolLM2-135M).
-CONFIG = dict(vocab=49152, hidden=576, layers=30, heads=9, kv_heads=3, head_dim=64, intermediate=1536,
-              rope_theta=100000.0, eps=1e-5)
+# The benchmarked shapes, from each model's config.json (random weights; Llama-3.2-1B's
+# rope scaling changes no work, so it is left out).
+CONFIGS = {
+    "smollm2-135m": dict(vocab=49152, hidden=576, layers=30, heads=9, kv_heads=3, head_dim=64, intermediate=1536,
+                         rope_theta=100000.0, eps=1e-5),
+    "llama-3.2-1b": dict(vocab=128256, hidden=2048, layers=16, heads=32, kv_heads=8, head_dim=64,
+                         intermediate=8192, rope_theta=500000.0, eps=1e-5),
+}
+CONFIG = dict(CONFIGS["smollm2-135m"])  # the shape in use; select_model() switches it
+
+
+def select_model(name):
+    """Makes CONFIG (read by this module and by torch_train_baseline.py) the shape of `name`."""
+    CONFIG.clear()
+    CONFIG.update(CONFIGS[name])
 
 
 class Model:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch baseline of the training benchmark (bench_train.cpp).
 
-The same model as the benchmark (SmolLM2-135M shapes, random weights) in
+The same model as the benchmark (SmolLM2-135M or Llama-3.2-1B shapes, random weights) in
 plain torch, written out: embedding, RMSNorm, RoPE, GQA causal attention
 (torch's scaled_dot_product_attention when the installed torch has it, a
 manual softmax otherwise), SwiGLU MLP, tied head. One training step is what
@@ -13,10 +13,11 @@ clipping at 1.0 and a torch.optim.AdamW step. Timed per step; the median of
 
   torch_train_baseline.py --threads N [--modes float32,bf16_autocast] [--sequences 4]
                           [--prompt 32] [--completion 96] [--steps 5]
+                          [--device cpu|cuda] [--model smollm2-135m|llama-3.2-1b]
 
 Modes: float32 (FP32 weights and math); bf16_autocast (FP32 master weights,
-matmuls under torch.autocast("cpu", dtype=torch.bfloat16): mixed precision as
-a PyTorch user trains in BF16 on a CPU).
+matmuls under torch.autocast(device, dtype=torch.bfloat16): mixed precision as
+a PyTorch user trains in BF16). On CUDA each step ends with a synchronize.
 """
 
 import argparse
@@ -34,7 +35,7 @@ except ImportError as error:
     print(json.dumps({"available": False, "reason": str(error)}))
     sys.exit(0)
 
-from torch_rollout_baseline import CONFIG  # noqa: E402  (the same SmolLM2-135M shape as the rollout baseline)
+from torch_rollout_baseline import CONFIG, CONFIGS, select_model  # noqa: E402  (the rollout baseline's shapes)
 
 HAS_SDPA = hasattr(F, "scaled_dot_product_attention")
 
@@ -119,9 +120,10 @@ class Model(torch.nn.Module):
         """inputs [B, T] tokens; head_rows [N] flat indices into B * T of the
         completion positions; targets [N] the tokens they predict."""
         b, t = inputs.shape
-        freqs = torch.arange(t, dtype=torch.float32)[:, None] * self.inv_freq[None, :]  # [T, D / 2]
-        cos, sin = freqs.cos(), freqs.sin()
-        mask = torch.full((t, t), float("-inf")).triu(1)  # causal, for the manual attention
+        device = inputs.device
+        freqs = torch.arange(t, dtype=torch.float32, device=device)[:, None] * self.inv_freq.to(device)[None, :]
+        cos, sin = freqs.cos(), freqs.sin()  # [T, D / 2]
+        mask = torch.full((t, t), float("-inf"), device=device).triu(1)  # causal, for the manual attention
         x = self.embed[inputs.reshape(-1)]  # [B * T, hidden]
         for layer in self.layers:
             x = layer(x, b, t, cos, sin, mask)
@@ -143,13 +145,15 @@ def make_batch(sequences, prompt, completion, seed=11):
     return inputs.contiguous(), targets, head_rows
 
 
-def measure(mode, sequences, prompt, completion, steps):
+def measure(mode, sequences, prompt, completion, steps, device):
     torch.manual_seed(0)
-    model = Model()
+    model = Model().to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.01)
-    inputs, targets, head_rows = make_batch(sequences, prompt, completion)
-    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if mode == "bf16_autocast"
+    inputs, targets, head_rows = (x.to(device) for x in make_batch(sequences, prompt, completion))
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if mode == "bf16_autocast"
                 else contextlib.nullcontext())
+    # CUDA work is asynchronous: a step ends when the device is done.
+    finish = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     times = []
     for step in range(steps + 1):  # step 0 warms up
         start = time.perf_counter()
@@ -159,6 +163,7 @@ def measure(mode, sequences, prompt, completion, steps):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        finish()
         elapsed = time.perf_counter() - start
         print(f"torch {mode} step {step}: {elapsed:.3f} s, loss {loss.item():.4f}", file=sys.stderr)
         if step > 0:
@@ -175,16 +180,21 @@ def main():
     parser.add_argument("--prompt", type=int, default=32)
     parser.add_argument("--completion", type=int, default=96)
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--model", default="smollm2-135m", choices=sorted(CONFIGS))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    select_model(args.model)
+    device = torch.device(args.device)
     results = []
     for mode in args.modes.split(","):
         try:
-            results.append(measure(mode, args.sequences, args.prompt, args.completion, args.steps))
+            results.append(measure(mode, args.sequences, args.prompt, args.completion, args.steps, device))
         except RuntimeError as error:  # e.g. an op without a BF16 CPU kernel in this torch
             print(f"torch {mode}: failed: {error}", file=sys.stderr)
             results.append({"mode": mode, "error": str(error).splitlines()[0]})
     print(json.dumps({"available": True, "torch_version": torch.__version__, "threads": torch.get_num_threads(),
+                      "device": str(device), "model": args.model,
                       "attention": "scaled_dot_product_attention" if HAS_SDPA else "manual softmax",
                       "results": results}))
 

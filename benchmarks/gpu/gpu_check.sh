@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check, run from the repository root on the GPU machine by
 # `./run gpu-check`: configure and build with the CUDA backend for sm_90, run
-# the GPU tests, then the GPU GEMM benchmark, whose table is printed last.
+# the GPU tests, then the GPU GEMM benchmark and the RL-step benchmark on a
+# Llama-3.2-1B-shaped policy (BF16, FP8, FP8 + KV + attention; time breakdown,
+# recalibration share, mismatch) against PyTorch training the same model on
+# the GPU, whose tables are printed last.
 #
 # That machine has nvcc, CMake, ninja and Python but no package registry and
 # no Debian -dev packages, so this script installs nothing. The one thing the
@@ -49,3 +52,8 @@ if grep -q "(Skipped)" "$log"; then die "GPU tests were skipped: no usable CUDA 
 
 echo "== GPU benchmark"
 timeout 300 "$build/benchmarks/gpu/fp8rl_bench_gpu_gemm" || die "GPU benchmark"
+
+echo "== RL-step benchmark (Llama-3.2-1B shapes, CUDA backend; PyTorch on the same GPU)"
+timeout 300 "$build/benchmarks/cpu/fp8rl_bench_train" --backend cuda --model llama-3.2-1b \
+  --sequences 8 --length 512 --steps 3 --rl-sequences 32 --rl-prompt 128 --rl-new-tokens 128 --rl-steps 2 \
+  --torch-python "$(command -v python3)" || die "RL-step benchmark"
