@@ -53,6 +53,14 @@ FP8RL_HD float attention_prob_grad(const float* dout, const float* v_hat, int64_
   return mul_rn(lane_dot(dout, v_hat, head_dim), dp_scale);
 }
 
+// D = sum_j P_j * dP_j in key order, from +0, with P_j = e_j / l
+// (attention_normalized_prob) from the exponentials e [keys].
+FP8RL_HD float attention_prob_grad_dot(const float* e, const float* dp, int64_t keys, float prob_sum) {
+  float d = 0.0f;
+  for (int64_t j = 0; j < keys; ++j) d = add_rn(d, mul_rn(attention_normalized_prob(e[j], prob_sum), dp[j]));
+  return d;
+}
+
 // dS_j = P_j * (dP_j - D).
 FP8RL_HD float attention_score_grad(float p, float dp, float d) { return mul_rn(p, sub_rn(dp, d)); }
 

@@ -67,6 +67,21 @@ FP8RL_HD float attention_score(const float* q_hat, const float* k_hat, int64_t h
   return mul_rn(lane_dot(q_hat, k_hat, head_dim), score_scale);
 }
 
+// m = max_j s_j as a fold in key order from s_0 (a NaN s_0 sticks, later NaNs
+// are skipped, the first of equal values is kept): one thread, in order.
+FP8RL_HD float attention_max_score(const float* scores, int64_t keys) {
+  float m = scores[0];
+  for (int64_t j = 1; j < keys; ++j) m = scores[j] > m ? scores[j] : m;
+  return m;
+}
+
+// l = p_0 + p_1 + ... in key order, from +0 (the order is the contract).
+FP8RL_HD float attention_prob_sum(const float* p, int64_t keys) {
+  float l = 0.0f;
+  for (int64_t j = 0; j < keys; ++j) l = add_rn(l, p[j]);
+  return l;
+}
+
 FP8RL_HD float attention_output(float weighted_sum, float out_scale, float prob_sum) {
   return div_rn(mul_rn(weighted_sum, out_scale), prob_sum);
 }

@@ -53,13 +53,9 @@ FP8RL_ISA_CLONES void attention_backward_head(const AttentionBackwardArgs& args,
     decode_cached(a.k_cache, e4m3, first + j * stride, hd, row);
     e[j] = attention_score(q_hat, row, hd, fwd.score);
   }
-  float m = e[0];
-  for (int64_t j = 1; j < keys; ++j) m = e[j] > m ? e[j] : m;
-  float l = 0.0f;
-  for (int64_t j = 0; j < keys; ++j) {
-    e[j] = exp_f32(sub_rn(e[j], m));
-    l = add_rn(l, e[j]);
-  }
+  const float m = attention_max_score(e, keys);
+  for (int64_t j = 0; j < keys; ++j) e[j] = exp_f32(sub_rn(e[j], m));
+  const float l = attention_prob_sum(e, keys);
   for (int64_t j = 0; j < keys; ++j) p_hat[j] = attention_prob_value(e[j], fp8_math);
 
   // dV_j += Pv_j dO; dP_j = (dO . v^_j) v_unit.
@@ -71,11 +67,8 @@ FP8RL_ISA_CLONES void attention_backward_head(const AttentionBackwardArgs& args,
     for (int64_t d = 0; d < hd; ++d) dv[d] = add_rn(dv[d], mul_rn(w, dout[d]));
   }
   // D = sum_j P_j dP_j; dS_j = P_j (dP_j - D), kept in e.
-  float dsum = 0.0f;
-  for (int64_t j = 0; j < keys; ++j) {
-    e[j] = attention_normalized_prob(e[j], l);
-    dsum = add_rn(dsum, mul_rn(e[j], dp[j]));
-  }
+  const float dsum = attention_prob_grad_dot(e, dp, keys, l);
+  for (int64_t j = 0; j < keys; ++j) e[j] = attention_normalized_prob(e[j], l);
   for (int64_t j = 0; j < keys; ++j) e[j] = attention_score_grad(e[j], dp[j], dsum);
 
   // dq = (sum_j dS_j k^_j) * dq scale; dK_j += dS_j (q^ * dk scale).

@@ -65,11 +65,9 @@ inline void decode_cached_row(const GemmKernels& kernels, const void* cache, boo
 // decode (the SIMD decoder): the same bits, without a scalar decode per key.
 FP8RL_ISA_CLONES float softmax_weights(const GemmKernels& kernels, float* probs, int64_t keys, bool fp8_math,
                                        uint8_t* codes) {
-  float m = probs[0];
-  for (int64_t j = 1; j < keys; ++j) m = probs[j] > m ? probs[j] : m;
+  const float m = attention_max_score(probs, keys);
   for (int64_t j = 0; j < keys; ++j) probs[j] = exp_f32(sub_rn(probs[j], m));
-  float l = 0.0f;
-  for (int64_t j = 0; j < keys; ++j) l = add_rn(l, probs[j]);  // sequential: the order is the contract
+  const float l = attention_prob_sum(probs, keys);  // sequential: the order is the contract
   if (!fp8_math) {
     for (int64_t j = 0; j < keys; ++j) probs[j] = attention_prob_value(probs[j], false);
     return l;

@@ -3,6 +3,7 @@
 #include "../backend_checks.h"
 #include "../transformer_backward_checks.h"
 #include "../transformer_checks.h"
+#include "attention_kernels.h"
 #include "cuda_backend_impl.h"
 #include "quantize_kernels.h"
 
@@ -202,12 +203,14 @@ void CudaBackend::gather_rows(const float* x, int64_t cols, const int64_t* rows,
 
 void CudaBackend::kv_store(const KvStoreArgs& args) {
   if (!check_kv_store_args(args)) return;
-  not_implemented("kv_store");
+  activate();
+  launch_kv_store(args, stream());
 }
 
 void CudaBackend::attention(const AttentionArgs& args) {
   if (!check_attention_args(args)) return;
-  not_implemented("attention");
+  activate();
+  launch_attention(args, workspace_.reserve(attention_workspace_bytes(args)), stream());
 }
 
 void CudaBackend::sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,
@@ -248,7 +251,8 @@ void CudaBackend::embedding_backward(const float* dy, const int32_t* ids, int64_
 
 void CudaBackend::attention_backward(const AttentionBackwardArgs& args) {
   if (!check_attention_backward_args(args)) return;
-  not_implemented("attention_backward");
+  activate();
+  launch_attention_backward(args, workspace_.reserve(attention_backward_workspace_bytes(args)), stream());
 }
 
 void CudaBackend::log_softmax_backward(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,

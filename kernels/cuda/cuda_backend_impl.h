@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cuda_backend.h"
+#include "device_buffer.h"
 #include "fp8_gemm.h"
 #include "lt_gemm.h"
 
@@ -98,6 +99,9 @@ class CudaBackend final : public Backend {
   // Destroyed in reverse order: the FP8 GEMM (it uses the cuBLASLt wrapper),
   // the wrapper, then the stream.
   StreamHandle stream_;
+  // Scratch of the kernels that need it (attention scores, sampling orders):
+  // grow-only and used in stream order, so no operation allocates once warm.
+  DeviceBuffer workspace_;
   std::unique_ptr<LtGemm> lt_;
   std::unique_ptr<Fp8Gemm> fp8_;
 };
