@@ -11,13 +11,16 @@
 
 namespace fp8rl {
 
+// One pair (x[i], x[i + half]) = (lo, hi), in place, by the angle with cosine c and sine s.
+FP8RL_HD void rope_rotate_pair(float& lo, float& hi, float c, float s) {
+  const float a = lo, b = hi;
+  lo = sub_rn(mul_rn(a, c), mul_rn(b, s));
+  hi = add_rn(mul_rn(b, c), mul_rn(a, s));
+}
+
 // x [2 * half] of one head, in place; cos, sin [half]: the table row of the token's position.
 FP8RL_HD void rope_rotate_head(float* x, const float* cos, const float* sin, int64_t half) {
-  for (int64_t i = 0; i < half; ++i) {
-    const float a = x[i], b = x[i + half], c = cos[i], s = sin[i];
-    x[i] = sub_rn(mul_rn(a, c), mul_rn(b, s));
-    x[i + half] = add_rn(mul_rn(b, c), mul_rn(a, s));
-  }
+  for (int64_t i = 0; i < half; ++i) rope_rotate_pair(x[i], x[i + half], cos[i], sin[i]);
 }
 
 }  // namespace fp8rl

@@ -6,6 +6,7 @@
 #include "attention_kernels.h"
 #include "cuda_backend_impl.h"
 #include "quantize_kernels.h"
+#include "transformer_kernels.h"
 
 namespace fp8rl {
 namespace cuda {
@@ -150,55 +151,65 @@ namespace {
 void CudaBackend::embedding(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t count,
                             float* out) {
   if (!check_embedding_args(table, vocab, hidden, ids, count, out)) return;
-  not_implemented("embedding");
+  activate();
+  launch_embedding(table, vocab, hidden, ids, count, out, stream());
 }
 
 void CudaBackend::rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) {
   if (!check_rms_norm_args(x, weight, rows, dim, eps, out)) return;
-  not_implemented("rms_norm");
+  activate();
+  launch_rms_norm(x, weight, rows, dim, eps, out, stream());
 }
 
 void CudaBackend::rope(float* x, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
                        const float* cos, const float* sin, int64_t table_positions) {
   if (!check_rope_args(x, positions, tokens, heads, head_dim, cos, sin, table_positions)) return;
-  not_implemented("rope");
+  activate();
+  launch_rope(x, positions, tokens, heads, head_dim, cos, sin, table_positions, stream());
 }
 
 void CudaBackend::swiglu(const float* gate, const float* up, int64_t count, float* out) {
   if (!check_elementwise_args("swiglu", count, {gate, up, out})) return;
-  not_implemented("swiglu");
+  activate();
+  launch_swiglu(gate, up, count, out, stream());
 }
 
 void CudaBackend::add(float* x, const float* y, int64_t count) {
   if (!check_elementwise_args("add", count, {x, y})) return;
-  not_implemented("add");
+  activate();
+  launch_add(x, y, count, stream());
 }
 
 void CudaBackend::add_bias(float* x, const float* bias, int64_t rows, int64_t cols) {
   if (!check_add_bias_args(x, bias, rows, cols)) return;
-  not_implemented("add_bias");
+  activate();
+  launch_add_bias(x, bias, rows, cols, stream());
 }
 
 void CudaBackend::transpose(const void* x, int64_t rows, int64_t cols, int64_t element_bytes, void* out) {
   if (!check_transpose_args(x, rows, cols, element_bytes, out)) return;
-  not_implemented("transpose");
+  activate();
+  launch_transpose(x, rows, cols, element_bytes, out, stream());
 }
 
 void CudaBackend::transpose_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* out) {
   if (!check_rows("transpose_to_bf16", rows, "rows", cols, "cols") ||
       !check_elementwise_args("transpose_to_bf16", rows, {x, out}))
     return;
-  not_implemented("transpose_to_bf16");
+  activate();
+  launch_transpose_to_bf16(x, rows, cols, out, stream());
 }
 
 void CudaBackend::to_bf16(const float* x, int64_t count, uint16_t* out) {
   if (!check_elementwise_args("to_bf16", count, {x, out})) return;
-  not_implemented("to_bf16");
+  activate();
+  launch_to_bf16(x, count, out, stream());
 }
 
 void CudaBackend::gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) {
   if (!check_gather_rows_args(x, cols, rows, count, out)) return;
-  not_implemented("gather_rows");
+  activate();
+  launch_gather_rows(x, cols, rows, count, out, stream());
 }
 
 void CudaBackend::kv_store(const KvStoreArgs& args) {
@@ -228,25 +239,30 @@ void CudaBackend::token_logprobs(const float* logits, int64_t rows, int64_t voca
 void CudaBackend::rms_norm_backward(const float* x, const float* weight, const float* dy, int64_t rows, int64_t dim,
                                     float eps, float* dx, float* dweight) {
   if (!check_rms_norm_backward_args(x, weight, dy, rows, dim, eps, dx, dweight)) return;
-  not_implemented("rms_norm_backward");
+  activate();
+  launch_rms_norm_backward(x, weight, dy, rows, dim, eps, dx, dweight,
+                           workspace_.reserve(rms_norm_backward_workspace_bytes(rows)), stream());
 }
 
 void CudaBackend::rope_backward(float* g, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
                                 const float* cos, const float* sin, int64_t table_positions) {
   if (!check_rope_backward_args(g, positions, tokens, heads, head_dim, cos, sin, table_positions)) return;
-  not_implemented("rope_backward");
+  activate();
+  launch_rope_backward(g, positions, tokens, heads, head_dim, cos, sin, table_positions, stream());
 }
 
 void CudaBackend::swiglu_backward(const float* gate, const float* up, const float* dout, int64_t count, float* dgate,
                                   float* dup) {
   if (!check_elementwise_args("swiglu_backward", count, {gate, up, dout, dgate, dup})) return;
-  not_implemented("swiglu_backward");
+  activate();
+  launch_swiglu_backward(gate, up, dout, count, dgate, dup, stream());
 }
 
 void CudaBackend::embedding_backward(const float* dy, const int32_t* ids, int64_t count, int64_t vocab, int64_t hidden,
                                      float* dtable) {
   if (!check_embedding_backward_args(dy, ids, count, vocab, hidden, dtable)) return;
-  not_implemented("embedding_backward");
+  activate();
+  launch_embedding_backward(dy, ids, count, vocab, hidden, dtable, stream());
 }
 
 void CudaBackend::attention_backward(const AttentionBackwardArgs& args) {

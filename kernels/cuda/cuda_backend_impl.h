@@ -50,8 +50,10 @@ class CudaBackend final : public Backend {
   void gemm_bf16(const uint16_t* a, const uint16_t* w, int64_t m, int64_t n, int64_t k, void* c,
                  DType c_dtype) override;
 
-  // Transformer operations: not implemented on CUDA yet; each throws
-  // Error(unsupported) after the shared argument checks.
+  // Transformer operations: kernels that share kernels/common with the CPU
+  // backend and follow its arithmetic order (transformer_kernels.h,
+  // attention_kernels.h). sample and token_logprobs are not implemented yet:
+  // they throw Error(unsupported) after the shared argument checks.
   void embedding(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t count,
                  float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) override;
@@ -71,8 +73,8 @@ class CudaBackend final : public Backend {
   void token_logprobs(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
                       const int32_t* targets, float* logprobs) override;
 
-  // Backward transformer operations: not implemented on CUDA yet; each throws
-  // Error(unsupported) after the shared argument checks.
+  // Backward transformer operations, likewise; log_softmax_backward is not
+  // implemented yet (Error(unsupported)).
   void rms_norm_backward(const float* x, const float* weight, const float* dy, int64_t rows, int64_t dim, float eps,
                          float* dx, float* dweight) override;
   void rope_backward(float* g, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
