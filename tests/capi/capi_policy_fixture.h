@@ -30,6 +30,20 @@ inline fp8rl_model_config llama_config() {
   return config;
 }
 
+// The tiny Llama of examples/rl_loop.c, for tests that replay its loop.
+inline fp8rl_model_config rl_loop_config() {
+  fp8rl_model_config config;
+  REQUIRE(fp8rl_model_config_init(&config) == FP8RL_OK);
+  config.vocab_size = 32;
+  config.hidden_size = 64;
+  config.num_layers = 2;
+  config.num_attention_heads = 4;
+  config.num_key_value_heads = 2;
+  config.intermediate_size = 128;
+  config.max_position_embeddings = 32;
+  return config;
+}
+
 // Qwen3: per-head q/k norms and an explicit head_dim (q_dim 128 != hidden 96), three layers.
 inline fp8rl_model_config qwen3_config() {
   fp8rl_model_config config = llama_config();

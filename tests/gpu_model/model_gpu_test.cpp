@@ -213,20 +213,6 @@ std::vector<std::vector<int32_t>> rl_prompts(int step) {
   return prompts;
 }
 
-// The tiny Llama of examples/rl_loop.c.
-fp8rl_model_config tiny_config() {
-  fp8rl_model_config config;
-  REQUIRE_OK(fp8rl_model_config_init(&config));
-  config.vocab_size = 32;
-  config.hidden_size = 64;
-  config.num_layers = 2;
-  config.num_attention_heads = 4;
-  config.num_key_value_heads = 2;
-  config.intermediate_size = 128;
-  config.max_position_embeddings = 32;
-  return config;
-}
-
 }  // namespace
 
 TEST_CASE("cuda policy: teacher-forced log-probs match the CPU backend within the GEMM tolerance") {
@@ -283,7 +269,7 @@ TEST_CASE("cuda policy: a short RL run learns like the CPU run") {
   double first[2] = {0, 0}, last[2] = {0, 0}, mismatch[2] = {0, 0};
   const fp8rl_backend backends[2] = {FP8RL_BACKEND_CPU, FP8RL_BACKEND_CUDA};
   for (int b = 0; b < 2; ++b) {
-    Session session(backends[b], RecipeKind::fp8_full, tiny_config(), 1);
+    Session session(backends[b], RecipeKind::fp8_full, capi_test::rl_loop_config(), 1);
     session.start_training(4, 1e-2);
     for (int step = 0; step < 20; ++step) {
       const Batch batch = generate_batch(session, rl_prompts(step), 6);
