@@ -57,6 +57,34 @@ FP8RL_HD bool sampling_precedes(double x_a, int64_t a, double x_b, int64_t b) {
   return x_a > x_b || (x_a == x_b && a < b);
 }
 
+// The weight exp(x - m) of a token and the log of a sum of weights, in double.
+// Each is the platform's libm (glibc on the CPU, CUDA's on the GPU): both are
+// within 1 ulp but not correctly rounded, so a weight may differ in its last
+// bit between backends; results agree bit for bit unless such a difference
+// moves a float rounding or a draw boundary (rare: see kernels/cuda/sampling_kernels.h).
+FP8RL_HD double sampling_weight(double x, double m) {
+#if defined(__CUDA_ARCH__)
+  return ::exp(x - m);
+#else
+  return std::exp(x - m);
+#endif
+}
+FP8RL_HD double sampling_log(double z) {
+#if defined(__CUDA_ARCH__)
+  return ::log(z);
+#else
+  return std::log(z);
+#endif
+}
+
+// Whether a most-likely-first prefix of weight `cumulative` out of Z_S = z_s reaches top_p.
+FP8RL_HD bool sampling_top_p_reached(double cumulative, double z_s, float top_p) {
+  return cumulative / z_s >= static_cast<double>(top_p);
+}
+
+// The running sum of K's weights at which sample() stops: the first token whose running sum exceeds this.
+FP8RL_HD double sampling_draw_target(double uniform, double z) { return uniform * z; }
+
 FP8RL_HD float sampling_logprob(double x, double m, double log_z) { return static_cast<float>((x - m) - log_z); }
 
 }  // namespace fp8rl

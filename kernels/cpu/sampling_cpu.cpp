@@ -76,12 +76,12 @@ Distribution prepare(const float* logits, int64_t vocab, const SamplingRow& p, i
   if (!top_k && !top_p) {  // every token, index order: no sort, no stored x
     double z = 0.0;
     for (int64_t i = 0; i < vocab; ++i) {
-      w[i] = std::exp(sampling_scaled_logit(logits[i], temperature) - d.m);
+      w[i] = sampling_weight(sampling_scaled_logit(logits[i], temperature), d.m);
       z += w[i];
     }
     d.count = vocab;
     d.z = z;
-    d.log_z = std::log(z);
+    d.log_z = sampling_log(z);
     return d;
   }
 
@@ -104,22 +104,21 @@ Distribution prepare(const float* logits, int64_t vocab, const SamplingRow& p, i
   if (!top_p) {
     double z = 0.0;
     for (int64_t j = 0; j < candidates; ++j) {
-      w[j] = std::exp(x[order[j]] - d.m);
+      w[j] = sampling_weight(x[order[j]], d.m);
       z += w[j];
     }
     d.count = candidates;
     d.z = z;
-    d.log_z = std::log(z);
+    d.log_z = sampling_log(z);
     return d;
   }
 
   // Z_S in S's own order: most likely first after top-k, else index order.
   double z_s = 0.0;
   if (top_k)
-    for (int64_t j = 0; j < candidates; ++j) z_s += std::exp(x[order[j]] - d.m);
+    for (int64_t j = 0; j < candidates; ++j) z_s += sampling_weight(x[order[j]], d.m);
   else
-    for (int64_t i = 0; i < vocab; ++i) z_s += std::exp(x[i] - d.m);
-  const double top_p_value = p.top_p;
+    for (int64_t i = 0; i < vocab; ++i) z_s += sampling_weight(x[i], d.m);
   double cumulative = 0.0;
   int64_t count = candidates, chunk = 256;
   for (int64_t j = 0; j < candidates; ++j) {
@@ -127,16 +126,16 @@ Distribution prepare(const float* logits, int64_t vocab, const SamplingRow& p, i
       sorted = extend_sorted(order, vocab, sorted, sorted + chunk, less);
       chunk *= 4;
     }
-    w[j] = std::exp(x[order[j]] - d.m);
+    w[j] = sampling_weight(x[order[j]], d.m);
     cumulative += w[j];
-    if (cumulative / z_s >= top_p_value) {
+    if (sampling_top_p_reached(cumulative, z_s, p.top_p)) {
       count = j + 1;
       break;
     }
   }
   d.count = count;
   d.z = cumulative;  // the sum over K in canonical order: the same additions
-  d.log_z = std::log(cumulative);
+  d.log_z = sampling_log(cumulative);
   return d;
 }
 
@@ -154,7 +153,7 @@ float logprob_of(const float* logits, const SamplingRow& p, const Distribution& 
 
 int32_t draw(const Distribution& d, const SamplingScratch& s, double uniform) {
   if (d.greedy) return d.argmax;
-  const double target = uniform * d.z;
+  const double target = sampling_draw_target(uniform, d.z);
   const double* w = s.weights.data();
   double running = 0.0;
   int64_t last_positive = 0;

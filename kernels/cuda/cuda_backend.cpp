@@ -6,6 +6,7 @@
 #include "attention_kernels.h"
 #include "cuda_backend_impl.h"
 #include "quantize_kernels.h"
+#include "sampling_kernels.h"
 #include "transformer_kernels.h"
 
 namespace fp8rl {
@@ -142,12 +143,6 @@ void CudaBackend::gemm_bf16(const uint16_t* a, const uint16_t* w, int64_t m, int
   lt_->run(mm, stream());
 }
 
-namespace {
-[[noreturn]] void not_implemented(const char* op) {
-  fail(Status::unsupported, std::string("CUDA backend: ") + op + " is not implemented yet");
-}
-}  // namespace
-
 void CudaBackend::embedding(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t count,
                             float* out) {
   if (!check_embedding_args(table, vocab, hidden, ids, count, out)) return;
@@ -227,13 +222,17 @@ void CudaBackend::attention(const AttentionArgs& args) {
 void CudaBackend::sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,
                          float* logprobs) {
   if (!check_sampling_args("sample", logits, rows, vocab, params, tokens, logprobs)) return;
-  not_implemented("sample");
+  activate();
+  launch_sample(logits, rows, vocab, params, tokens, logprobs,
+                workspace_.reserve(sampling_workspace_bytes(rows, vocab)), stream());
 }
 
 void CudaBackend::token_logprobs(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
                                  const int32_t* targets, float* logprobs) {
   if (!check_sampling_args("token_logprobs", logits, rows, vocab, params, targets, logprobs)) return;
-  not_implemented("token_logprobs");
+  activate();
+  launch_token_logprobs(logits, rows, vocab, params, targets, logprobs,
+                        workspace_.reserve(sampling_workspace_bytes(rows, vocab)), stream());
 }
 
 void CudaBackend::rms_norm_backward(const float* x, const float* weight, const float* dy, int64_t rows, int64_t dim,
@@ -274,7 +273,8 @@ void CudaBackend::attention_backward(const AttentionBackwardArgs& args) {
 void CudaBackend::log_softmax_backward(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
                                        const int32_t* targets, const float* coef, float* dlogits, float* entropy) {
   if (!check_log_softmax_backward_args(logits, rows, vocab, params, targets, coef, dlogits, entropy)) return;
-  not_implemented("log_softmax_backward");
+  activate();
+  launch_log_softmax_backward(logits, rows, vocab, params, targets, coef, dlogits, entropy, stream());
 }
 
 }  // namespace cuda

@@ -52,8 +52,9 @@ class CudaBackend final : public Backend {
 
   // Transformer operations: kernels that share kernels/common with the CPU
   // backend and follow its arithmetic order (transformer_kernels.h,
-  // attention_kernels.h). sample and token_logprobs are not implemented yet:
-  // they throw Error(unsupported) after the shared argument checks.
+  // attention_kernels.h, sampling_kernels.h). Index and value checks that
+  // need the data (token ids, key ranges, non-finite logits) cannot throw
+  // from the device: such rows come out NaN (or token -1) instead.
   void embedding(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t count,
                  float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, float eps, float* out) override;
@@ -73,8 +74,7 @@ class CudaBackend final : public Backend {
   void token_logprobs(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
                       const int32_t* targets, float* logprobs) override;
 
-  // Backward transformer operations, likewise; log_softmax_backward is not
-  // implemented yet (Error(unsupported)).
+  // Backward transformer operations, likewise.
   void rms_norm_backward(const float* x, const float* weight, const float* dy, int64_t rows, int64_t dim, float eps,
                          float* dx, float* dweight) override;
   void rope_backward(float* g, const int32_t* positions, int64_t tokens, int64_t heads, int64_t head_dim,
