@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -104,6 +105,26 @@ int64_t first_difference(const std::vector<T>& a, const std::vector<T>& b) {
     }
   }
   return -1;
+}
+
+// Checks that two results are equal bit for bit; on failure names the first
+// differing element and both values (floats in hex-float and as bits).
+template <typename T>
+void check_bitwise(const std::vector<T>& expected, const std::vector<T>& actual, const std::string& what) {
+  const int64_t diff = first_difference(expected, actual);
+  if (diff == -1 || expected.size() != actual.size()) {
+    CHECK_MESSAGE(diff == -1, what, ": sizes ", expected.size(), " and ", actual.size());
+    return;
+  }
+  char values[96];
+  if constexpr (std::is_same_v<T, float>)
+    std::snprintf(values, sizeof values, "CPU %a (0x%08x), GPU %a (0x%08x)", static_cast<double>(expected[diff]),
+                  bits_of(expected[diff]), static_cast<double>(actual[diff]), bits_of(actual[diff]));
+  else
+    std::snprintf(values, sizeof values, "CPU %lld (0x%llx), GPU %lld (0x%llx)", static_cast<long long>(expected[diff]),
+                  static_cast<unsigned long long>(expected[diff]), static_cast<long long>(actual[diff]),
+                  static_cast<unsigned long long>(actual[diff]));
+  CHECK_MESSAGE(diff == -1, what, ": first different element at ", diff, ": ", values);
 }
 
 // The status of the Error that f throws, or ok.

@@ -21,23 +21,6 @@
 namespace fp8rl::test {
 namespace {
 
-template <typename T>
-void check_bitwise(const std::vector<T>& expected, const std::vector<T>& actual, const std::string& what) {
-  const int64_t diff = first_difference(expected, actual);
-  if (diff == -1 || expected.size() != actual.size()) {
-    CHECK_MESSAGE(diff == -1, what, ": sizes ", expected.size(), " and ", actual.size());
-    return;
-  }
-  char values[96];
-  if constexpr (std::is_same_v<T, float>)
-    std::snprintf(values, sizeof values, "CPU %a (0x%08x), GPU %a (0x%08x)", static_cast<double>(expected[diff]),
-                  bits_of(expected[diff]), static_cast<double>(actual[diff]), bits_of(actual[diff]));
-  else
-    std::snprintf(values, sizeof values, "CPU %d, GPU %d", static_cast<int>(expected[diff]),
-                  static_cast<int>(actual[diff]));
-  CHECK_MESSAGE(diff == -1, what, ": first different element at ", diff, ": ", values);
-}
-
 struct Config {
   float temperature;
   int32_t top_k;
