@@ -63,7 +63,8 @@ LossResult evaluate_loss(const TokenBatch& batch, const LossOptions& options, fl
   LossResult result;
   result.stats.tokens = tokens;
   result.stats.sequences = sequences;
-  double ratio_sum = 0.0, k1_sum = 0.0, k3_sum = 0.0;
+  double ratio_sum = 0.0, old_kl_sum = 0.0, k1_sum = 0.0, k3_sum = 0.0;
+  double ratio_min = HUGE_VAL, ratio_max = -HUGE_VAL;
   int64_t clipped = 0;
   const double low = 1.0 - options.clip_low, high = 1.0 + options.clip_high;
   for (int64_t s = 0; s < batch.count; ++s) {
@@ -85,11 +86,15 @@ LossResult evaluate_loss(const TokenBatch& batch, const LossOptions& options, fl
         term.loss = -logp;
         term.grad = -1.0;
       } else {
-        const double ratio = std::exp(logp - static_cast<double>(batch.logp_old[t]));
+        const double log_ratio = logp - static_cast<double>(batch.logp_old[t]);
+        const double ratio = std::exp(log_ratio);
         const double advantage = batch.advantages[t];
         const double unclipped = ratio * advantage;
         const double clipped_objective = std::clamp(ratio, low, high) * advantage;
         ratio_sum += ratio;
+        old_kl_sum += std::expm1(log_ratio) - log_ratio;
+        ratio_min = std::min(ratio_min, ratio);
+        ratio_max = std::max(ratio_max, ratio);
         if (unclipped <= clipped_objective) {
           term.loss = -unclipped;
           term.grad = -unclipped;  // d(r A)/dlogp = r A
@@ -121,6 +126,9 @@ LossResult evaluate_loss(const TokenBatch& batch, const LossOptions& options, fl
     const double n = static_cast<double>(tokens);
     result.stats.clip_fraction = static_cast<double>(clipped) / n;
     result.stats.ratio_mean = ratio_sum / n;
+    result.stats.ratio_min = ratio_min;
+    result.stats.ratio_max = ratio_max;
+    result.stats.old_kl_k3_mean = old_kl_sum / n;
     result.stats.is_weight_mean = importance.mean_weight();
     result.stats.is_truncated_fraction = importance.fraction(importance.truncated);
     result.stats.is_masked_fraction = importance.fraction(importance.masked);

@@ -1,5 +1,6 @@
 #include "core/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -36,6 +37,7 @@ void merge_stats(LossStats& total, const LossStats& part) {
     auto mix = [&](double& into, double value) { into = (into * before + value * added) / all; };
     mix(total.clip_fraction, part.clip_fraction);
     mix(total.ratio_mean, part.ratio_mean);
+    mix(total.old_kl_k3_mean, part.old_kl_k3_mean);
     mix(total.is_weight_mean, part.is_weight_mean);
     mix(total.is_truncated_fraction, part.is_truncated_fraction);
     mix(total.is_masked_fraction, part.is_masked_fraction);
@@ -43,9 +45,49 @@ void merge_stats(LossStats& total, const LossStats& part) {
     mix(total.kl_k1_mean, part.kl_k1_mean);
     mix(total.kl_k3_mean, part.kl_k3_mean);
   }
+  if (part.tokens > 0) {
+    total.ratio_min = total.tokens > 0 ? std::min(total.ratio_min, part.ratio_min) : part.ratio_min;
+    total.ratio_max = total.tokens > 0 ? std::max(total.ratio_max, part.ratio_max) : part.ratio_max;
+  }
   total.tokens += part.tokens;
   total.sequences += part.sequences;
   total.is_masked_sequences += part.is_masked_sequences;
+}
+
+// Tokens per second and the recalibration share, from the other fields.
+void finish_timing(StepMetrics& m) {
+  m.tokens_per_second = m.seconds.train > 0.0 ? static_cast<double>(m.trained_tokens) / m.seconds.train : 0.0;
+  const double total = m.seconds.total();
+  m.recalibration_fraction = total > 0.0 ? m.seconds.recalibration / total : 0.0;
+}
+
+// The iteration's metrics from its steps' (StepMetrics documents the rules).
+StepMetrics summarize(const std::vector<StepMetrics>& steps) {
+  if (steps.size() == 1) return steps.front();  // exactly, not a mean of one
+  StepMetrics total;
+  double entropy = 0.0;
+  for (const StepMetrics& m : steps) {
+    if (m.skipped && !total.skipped) total.skip_reason = m.skip_reason;
+    total.skipped += m.skipped;
+    total.clipped += m.clipped;
+    total.loss += m.loss;
+    total.grad_norm += m.grad_norm;
+    merge_stats(total.loss_stats, m.loss_stats);
+    entropy += m.entropy * static_cast<double>(m.completion_tokens);
+    total.sequences += m.sequences;
+    total.completion_tokens += m.completion_tokens;
+    total.trained_tokens += m.trained_tokens;
+    total.seconds.train += m.seconds.train;
+    total.seconds.recalibration += m.seconds.recalibration;
+  }
+  const double n = static_cast<double>(steps.size());
+  total.minibatches = static_cast<int64_t>(steps.size());
+  total.step = steps.back().step;
+  total.learning_rate = steps.back().learning_rate;
+  total.loss /= n;
+  total.grad_norm /= n;
+  total.entropy = total.completion_tokens > 0 ? entropy / static_cast<double>(total.completion_tokens) : 0.0;
+  return total;
 }
 
 std::string tensor_name(policy::Policy& policy, size_t slot) {
@@ -70,6 +112,8 @@ void validate_trainer_options(const TrainerOptions& options) {
       "trainer: max_grad_norm must be finite and >= 0 (0: no clipping), got " + std::to_string(options.max_grad_norm));
   require(std::isfinite(options.temperature) && options.temperature > 0.0f,
           "trainer: temperature must be finite and > 0, got " + std::to_string(options.temperature));
+  require(options.minibatches >= 1,
+          "trainer: minibatches must be >= 1, got " + std::to_string(options.minibatches));
   require(options.micro_batch_tokens >= 1,
           "trainer: micro_batch_tokens must be >= 1, got " + std::to_string(options.micro_batch_tokens));
   require(options.advantages.group_size >= 1,
@@ -98,22 +142,35 @@ struct Trainer::Prepared {
   rollout::TokenSequences sequences;
   std::vector<int64_t> prompt_lengths;
   std::vector<int64_t> offsets;  // [count + 1] completion-token offsets
-  std::vector<float> logp_old;   // empty unless recomputed
+  std::vector<int64_t> bounds;   // [minibatches + 1] sequence index of each mini-batch's start
+  // [completion tokens] the policy before the iteration; the first
+  // mini-batch's part comes from its own training forward when
+  // logp_old_from_forward.
+  std::vector<float> logp_old;
+  bool logp_old_from_forward = true;
   std::vector<float> advantages;
   const float* logp_gen = nullptr;
   const float* logp_ref = nullptr;
   double reward_mean = 0.0;
   double recompute_seconds = 0.0;
-  int64_t fed_tokens = 0;
 
   int64_t count() const { return sequences.count; }
   int64_t completion_tokens() const { return offsets.back(); }
+  int64_t minibatches() const { return static_cast<int64_t>(bounds.size()) - 1; }
+};
+
+// Sequences [begin, end) of a prepared batch: one mini-batch.
+struct Trainer::Slice {
+  int64_t begin = 0, end = 0;
+  bool fills_logp_old = false;  // its forward's log-probs are logp_old
 };
 
 struct Trainer::Accumulated {
   LossResult loss;
-  std::vector<float> logp;
-  std::vector<float> entropy;
+  std::vector<float> logp;     // [slice's completion tokens]
+  std::vector<float> entropy;  // [slice's completion tokens]
+  int64_t fed_tokens = 0;
+  double seconds = 0.0;
 };
 
 Trainer::Trainer(policy::Policy& policy, const TrainerOptions& options)
@@ -132,7 +189,7 @@ std::vector<float> Trainer::recompute_logprobs(const rollout::TokenSequences& se
   return rollout::score_completions(policy_, sequences, prompt_lengths, scoring);
 }
 
-Trainer::Prepared Trainer::prepare(const TrainBatch& batch, bool recompute) {
+Trainer::Prepared Trainer::prepare(const TrainBatch& batch, int64_t minibatches) {
   const model::ModelConfig& config = policy_.config();
   rollout::validate_sequences(batch.sequences, config.vocab_size, config.max_position_embeddings + 1, "sequence");
   require(batch.prompt_lengths != nullptr, "train batch: prompt_lengths is null");
@@ -145,8 +202,11 @@ Trainer::Prepared Trainer::prepare(const TrainBatch& batch, bool recompute) {
                                                  std::to_string(i) + " must be in [1, " + std::to_string(length) + "]");
     p.prompt_lengths.push_back(prompt);
     p.offsets.push_back(p.offsets.back() + length - prompt);
-    p.fed_tokens += length - 1;
   }
+  require(minibatches >= 1 && minibatches <= p.count(),
+          "trainer: minibatches is " + std::to_string(minibatches) + " but the batch has " +
+              std::to_string(p.count()) + " sequences (each mini-batch needs at least one)");
+  for (int64_t k = 0; k <= minibatches; ++k) p.bounds.push_back(k * p.count() / minibatches);
   const LossOptions& loss = options_.loss;
   const bool policy_gradient = loss.kind == LossKind::clipped_policy_gradient;
   require(!(policy_gradient && loss.importance.mode != ImportanceMode::off) || batch.logp_gen != nullptr,
@@ -155,6 +215,15 @@ Trainer::Prepared Trainer::prepare(const TrainBatch& batch, bool recompute) {
           "train batch: the KL penalty needs logp_ref");
   p.logp_gen = batch.logp_gen;
   p.logp_ref = batch.logp_ref;
+  p.logp_old.resize(static_cast<size_t>(p.completion_tokens()));
+  if (batch.logp_old != nullptr) {
+    for (int64_t t = 0; t < p.completion_tokens(); ++t) {
+      if (!std::isfinite(batch.logp_old[t]))
+        fail(Status::non_finite, "train batch: logp_old[" + std::to_string(t) + "] is NaN or Inf");
+    }
+    std::copy(batch.logp_old, batch.logp_old + p.completion_tokens(), p.logp_old.begin());
+    p.logp_old_from_forward = false;
+  }
   if (policy_gradient) {
     require((batch.rewards == nullptr) != (batch.advantages == nullptr),
             "train batch: a policy-gradient loss needs exactly one of rewards and advantages");
@@ -169,39 +238,63 @@ Trainer::Prepared Trainer::prepare(const TrainBatch& batch, bool recompute) {
     }
     p.advantages.resize(static_cast<size_t>(p.completion_tokens()));
     broadcast_to_tokens(per_sequence.data(), p.offsets.data(), p.count(), p.advantages.data());
-  }
-  if (recompute && (policy_gradient || batch.logp_gen != nullptr)) {
-    const Clock::time_point start = Clock::now();
-    p.logp_old = recompute_logprobs(p.sequences, p.prompt_lengths);
-    p.recompute_seconds = seconds_since(policy_.context().backend(), start);
+    // What every mini-batch's loss reads from the host, checked before the first update.
+    TokenBatch whole;
+    whole.offsets = p.offsets.data();
+    whole.count = p.count();
+    whole.logp_ref = p.logp_ref;
+    whole.advantages = p.advantages.data();
+    BatchFields fields;
+    fields.logp_ref = p.logp_ref != nullptr;
+    fields.advantages = true;
+    validate_token_batch(whole, fields, "train batch");
   }
   return p;
 }
 
-Trainer::Accumulated Trainer::accumulate(const Prepared& p) {
+// logp_old of every mini-batch but the first, which takes its own training
+// forward's: one scoring pass with the weights before any update.
+void Trainer::complete_logp_old(Prepared& p) {
+  if (!p.logp_old_from_forward || p.minibatches() == 1) return;
+  const Clock::time_point start = Clock::now();
+  const int64_t first = p.bounds[1];
+  std::vector<int64_t> offsets;
+  for (int64_t i = first; i <= p.count(); ++i) offsets.push_back(p.sequences.offsets[i] - p.sequences.offsets[first]);
+  rollout::TokenSequences rest{p.sequences.sequence(first), offsets.data(), p.count() - first};
+  const std::vector<int64_t> prompts(p.prompt_lengths.begin() + first, p.prompt_lengths.end());
+  const std::vector<float> scores = recompute_logprobs(rest, prompts);
+  std::copy(scores.begin(), scores.end(), p.logp_old.begin() + p.offsets[static_cast<size_t>(first)]);
+  p.recompute_seconds = seconds_since(policy_.context().backend(), start);
+}
+
+Trainer::Accumulated Trainer::accumulate(Prepared& p, const Slice& slice) {
   Engine& e = *engine_;
+  const Clock::time_point start = Clock::now();
   if (!(e.transposed_recipe == policy_.recipe())) rebuild_transposed();
   e.grads.bind(policy_.mutable_params());
   e.grads.zero();
   e.statistics.clear();
+  const int64_t slice_first = p.offsets[static_cast<size_t>(slice.begin)];
   Accumulated result;
-  result.logp.resize(static_cast<size_t>(p.completion_tokens()));
+  result.logp.resize(static_cast<size_t>(p.offsets[static_cast<size_t>(slice.end)] - slice_first));
   result.entropy.resize(result.logp.size());
 
   LossScope scope;
-  scope.tokens = p.completion_tokens();
-  for (int64_t i = 0; i < p.count(); ++i) scope.sequences += p.offsets[i + 1] > p.offsets[i] ? 1 : 0;
+  scope.tokens = static_cast<int64_t>(result.logp.size());
+  for (int64_t i = slice.begin; i < slice.end; ++i) scope.sequences += p.offsets[i + 1] > p.offsets[i] ? 1 : 0;
   std::vector<float> grad_logp;
-  int64_t begin = 0;
-  while (begin < p.count()) {
+  int64_t begin = slice.begin;
+  while (begin < slice.end) {
     // Consecutive sequences within the token bound (at least one).
     int64_t end = begin + 1, tokens = p.sequences.length(begin) - 1;
-    while (end < p.count() && tokens + p.sequences.length(end) - 1 <= options_.micro_batch_tokens)
+    while (end < slice.end && tokens + p.sequences.length(end) - 1 <= options_.micro_batch_tokens)
       tokens += p.sequences.length(end++) - 1;
+    result.fed_tokens += tokens;
     const int64_t first = p.offsets[static_cast<size_t>(begin)];
     std::vector<float> logp =
         e.pass.forward(p.sequences, p.prompt_lengths, begin, end, options_.temperature, e.statistics.observer());
-    std::copy(logp.begin(), logp.end(), result.logp.begin() + first);
+    std::copy(logp.begin(), logp.end(), result.logp.begin() + (first - slice_first));
+    if (slice.fills_logp_old) std::copy(logp.begin(), logp.end(), p.logp_old.begin() + first);
 
     std::vector<int64_t> offsets;
     for (int64_t i = begin; i <= end; ++i) offsets.push_back(p.offsets[static_cast<size_t>(i)] - first);
@@ -209,7 +302,7 @@ Trainer::Accumulated Trainer::accumulate(const Prepared& p) {
     view.offsets = offsets.data();
     view.count = end - begin;
     view.logp = logp.data();
-    if (!p.logp_old.empty()) view.logp_old = p.logp_old.data() + first;
+    view.logp_old = p.logp_old.data() + first;
     if (p.logp_gen) view.logp_gen = p.logp_gen + first;
     if (p.logp_ref) view.logp_ref = p.logp_ref + first;
     if (!p.advantages.empty()) view.advantages = p.advantages.data() + first;
@@ -217,16 +310,17 @@ Trainer::Accumulated Trainer::accumulate(const Prepared& p) {
     const LossResult part = evaluate_loss(view, options_.loss, grad_logp.data(), &scope);
     result.loss.loss += part.loss;
     merge_stats(result.loss.stats, part.stats);
-    e.pass.backward(grad_logp.data(), *e.transposed, e.grads, result.entropy.data() + first);
+    e.pass.backward(grad_logp.data(), *e.transposed, e.grads, result.entropy.data() + (first - slice_first));
     begin = end;
   }
   e.grads.download(e.host_grads);
+  result.seconds = seconds_since(policy_.context().backend(), start);
   return result;
 }
 
 BatchGradients Trainer::gradients(const TrainBatch& batch) {
-  const Prepared prepared = prepare(batch, true);
-  Accumulated accumulated = accumulate(prepared);
+  Prepared prepared = prepare(batch, 1);
+  Accumulated accumulated = accumulate(prepared, Slice{0, prepared.count(), prepared.logp_old_from_forward});
   BatchGradients result;
   result.loss = accumulated.loss;
   result.logp = std::move(accumulated.logp);
@@ -234,24 +328,11 @@ BatchGradients Trainer::gradients(const TrainBatch& batch) {
   return result;
 }
 
-StepMetrics Trainer::step(const TrainBatch& batch) {
+// Clipping, AdamW and recalibration on the gradients accumulate() left.
+StepMetrics Trainer::optimizer_step(const Accumulated& a) {
   Backend& backend = policy_.context().backend();
+  const Clock::time_point start = Clock::now();
   StepMetrics m;
-  m.seconds.generation = batch.generation_seconds;
-  const Prepared p = prepare(batch, true);
-  m.seconds.recompute = p.recompute_seconds;
-  if (p.logp_gen && !p.logp_old.empty()) {
-    TokenBatch whole;
-    whole.offsets = p.offsets.data();
-    whole.count = p.count();
-    whole.logp_old = p.logp_old.data();
-    whole.logp_gen = p.logp_gen;
-    m.mismatch = mismatch_metrics(whole, options_.loss.importance);
-    m.has_mismatch = true;
-  }
-
-  const Clock::time_point train_start = Clock::now();
-  const Accumulated a = accumulate(p);
   std::vector<ParamSlot> slots;
   size_t slot = 0;
   model::for_each_tensor(
@@ -268,34 +349,62 @@ StepMetrics Trainer::step(const TrainBatch& batch) {
   }
   m.learning_rate = learning_rate(options_.schedule, optimizer_.step_count());
   const AdamWStepResult update = optimizer_.step(slots, m.learning_rate, clip.scale);
-  m.seconds.train = seconds_since(backend, train_start);
+  m.seconds.train = a.seconds + seconds_since(backend, start);
   ++steps_;
 
-  m.skipped = update.skipped;
+  m.skipped = update.skipped ? 1 : 0;
   if (update.skipped) {
     m.skip_reason = "non-finite gradient in " + tensor_name(policy_, update.bad_slot) + " at index " +
                     std::to_string(update.bad_index);
   } else if (options_.recalibrate_after_step) {
     m.seconds.recalibration = recalibrate();
   }
-
   m.step = steps_;
   m.loss = a.loss.loss;
   m.loss_stats = a.loss.stats;
   m.grad_norm = clip.norm;
-  m.clipped = clip.clipped;
+  m.clipped = clip.clipped ? 1 : 0;
   double entropy = 0.0;
   for (float h : a.entropy) entropy += h;
   m.entropy = a.entropy.empty() ? 0.0 : entropy / static_cast<double>(a.entropy.size());
-  m.reward_mean = p.reward_mean;
-  m.sequences = p.count();
-  m.completion_tokens = p.completion_tokens();
-  m.trained_tokens = p.fed_tokens;
-  m.tokens_per_second = m.seconds.train > 0.0 ? static_cast<double>(p.fed_tokens) / m.seconds.train : 0.0;
-  const double total = m.seconds.total();
-  m.recalibration_fraction = total > 0.0 ? m.seconds.recalibration / total : 0.0;
+  m.completion_tokens = static_cast<int64_t>(a.logp.size());
+  m.trained_tokens = a.fed_tokens;
   return m;
 }
+
+IterationMetrics Trainer::run_iteration(const TrainBatch& batch, int64_t minibatches) {
+  Prepared p = prepare(batch, minibatches);
+  complete_logp_old(p);
+  IterationMetrics result;
+  for (int64_t k = 0; k < p.minibatches(); ++k) {
+    const Slice slice{p.bounds[static_cast<size_t>(k)], p.bounds[static_cast<size_t>(k) + 1],
+                      k == 0 && p.logp_old_from_forward};
+    StepMetrics m = optimizer_step(accumulate(p, slice));
+    m.sequences = slice.end - slice.begin;
+    finish_timing(m);
+    result.minibatches.push_back(std::move(m));
+  }
+  StepMetrics& total = result.total;
+  total = summarize(result.minibatches);
+  total.seconds.generation = batch.generation_seconds;
+  total.seconds.recompute = p.recompute_seconds;
+  total.reward_mean = p.reward_mean;
+  if (p.logp_gen) {
+    TokenBatch whole;
+    whole.offsets = p.offsets.data();
+    whole.count = p.count();
+    whole.logp_old = p.logp_old.data();
+    whole.logp_gen = p.logp_gen;
+    total.mismatch = mismatch_metrics(whole, options_.loss.importance);
+    total.has_mismatch = true;
+  }
+  finish_timing(total);
+  return result;
+}
+
+IterationMetrics Trainer::iterate(const TrainBatch& batch) { return run_iteration(batch, options_.minibatches); }
+
+StepMetrics Trainer::step(const TrainBatch& batch) { return run_iteration(batch, 1).total; }
 
 void Trainer::rebuild_transposed() {
   engine_->transposed.reset();  // free before allocating the new copies

@@ -1,21 +1,33 @@
-// RL training steps on a policy, in the policy's own recipe: the trainer
-// recomputes the batch's log-probs (logp_old), forms advantages, runs the
-// loss's forward and backward over micro-batches (FP8 fprop, dgrad and wgrad
-// under an FP8 recipe), clips the global gradient norm, takes an AdamW step on
-// the FP32 master weights, then recalibrates: requantizes every compute copy
-// of the weights with fresh block scales and replaces the attention (Q/K/V)
-// scales with those measured in the step's training forward pass. The policy
-// then generates with the new weights and scales; one engine serves both
-// sides, so with equal recipes logp_old equals the generator's log-probs bit
-// for bit.
+// RL training iterations on a policy, in the policy's own recipe. One
+// iteration takes one rollout batch and splits its sequences into
+// `minibatches` consecutive mini-batches, each one optimizer step (PPO's
+// mini-batches; NeMo RL's train_global_batch_size, verl's
+// ppo_mini_batch_size):
+//   1. once per iteration, before any update: logp_old (the policy before the
+//      iteration: given by the host, or the first mini-batch's own training
+//      forward plus one scoring pass over the other mini-batches; with one
+//      mini-batch no separate pass runs at all), the mismatch metrics against
+//      logp_gen, and the advantages from rewards (or the host's);
+//   2. per mini-batch: the loss's forward and backward over micro-batches of
+//      at most micro_batch_tokens (FP8 fprop, dgrad and wgrad under an FP8
+//      recipe; importance weights w = exp(logp_old - logp_gen) fixed by step
+//      1, so from the second mini-batch on the ratio departs from 1 and the
+//      clip acts), global gradient-norm clipping, an AdamW step on the FP32
+//      master weights, then recalibration: every compute copy of the weights
+//      is requantized with fresh block scales and the attention (Q/K/V)
+//      scales are replaced by those measured in the mini-batch's training
+//      forward pass.
+// The policy then generates with the new weights and scales; one engine
+// serves both sides, so with equal recipes logp_old equals the generator's
+// log-probs bit for bit.
 //
 // Usage:
-//   Trainer trainer(policy, options);
+//   Trainer trainer(policy, options);        // options.minibatches = 4
 //   for (...) {
 //     std::vector<uint64_t> seeds = trainer.next_seeds(prompts.count);
 //     auto rollouts = rollout::generate(policy, prompts, seeds, sampling);
 //     TrainBatch batch = ...;             // prompts + completions, logp_gen, rewards
-//     StepMetrics m = trainer.step(batch);
+//     IterationMetrics m = trainer.iterate(batch);
 //   }
 //   save_training_state("state.safetensors", trainer.state());
 //
@@ -53,6 +65,9 @@ struct TrainerOptions {
   // Bound on the tokens of one micro-batch (its activations are kept for the
   // backward); a longer sequence is a micro-batch of its own.
   int64_t micro_batch_tokens = 2048;
+  // Optimizer steps per iterate(): the batch's sequences in this many
+  // consecutive mini-batches of near-equal count (the first ones one longer).
+  int64_t minibatches = 1;
   bool recalibrate_after_step = true;
   policy::CalibrationOptions calibration;
   uint64_t seed = 0;  // of next_seeds()
@@ -68,6 +83,8 @@ struct TrainBatch {
   const int64_t* prompt_lengths = nullptr;  // [count], in [1, length]
   const float* logp_gen = nullptr;          // generator's log-probs; needed for importance weighting, else optional
   const float* logp_ref = nullptr;          // reference policy's log-probs; needed for the KL penalty, else optional
+  // The policy before the iteration, used as given; null: computed (see the top of this file).
+  const float* logp_old = nullptr;
   // Policy-gradient losses take exactly one of: rewards (advantages then come
   // from TrainerOptions::advantages) or advantages, per sequence.
   const float* rewards = nullptr;
@@ -83,25 +100,35 @@ struct StepSeconds {
   double total() const { return generation + recompute + train + recalibration; }
 };
 
+// One optimizer step's metrics, or (IterationMetrics::total) a whole
+// iteration's: then skipped and clipped count the steps, loss and grad_norm
+// are means over the steps, loss statistics and entropy token means over the
+// batch, ratio_min/max extremes, and the times sums.
 struct StepMetrics {
-  int64_t step = 0;      // steps taken, this one included
-  bool skipped = false;  // non-finite gradient: weights, optimizer state and scales untouched
-  std::string skip_reason;
+  int64_t step = 0;         // steps taken, this one included
+  int64_t skipped = 0;      // non-finite gradient: weights, optimizer state and scales untouched
+  std::string skip_reason;  // of the first skipped step
+  int64_t minibatches = 1;  // optimizer steps these metrics cover
   double loss = 0.0;
   double grad_norm = 0.0;  // before clipping
-  bool clipped = false;
-  double learning_rate = 0.0;
+  int64_t clipped = 0;
+  double learning_rate = 0.0;  // of the (last) step
   LossStats loss_stats;       // clip fraction, ratio, KL to the reference, importance weights
   double entropy = 0.0;       // mean over completion tokens
-  bool has_mismatch = false;  // logp_gen was given
+  bool has_mismatch = false;  // logp_gen was given; a batch's property, so only in the iteration's total
   MismatchMetrics mismatch;
-  double reward_mean = 0.0;  // when rewards were given
+  double reward_mean = 0.0;  // when rewards were given (iteration total only)
   int64_t sequences = 0;
   int64_t completion_tokens = 0;
   int64_t trained_tokens = 0;      // tokens through the forward and backward passes
   double tokens_per_second = 0.0;  // trained_tokens / seconds.train
   StepSeconds seconds;
   double recalibration_fraction = 0.0;  // seconds.recalibration / seconds.total()
+};
+
+struct IterationMetrics {
+  std::vector<StepMetrics> minibatches;  // one per optimizer step, in order
+  StepMetrics total;
 };
 
 // The loss and gradient of a batch without an update (tests, oracles).
@@ -122,8 +149,11 @@ class Trainer {
   const TrainerOptions& options() const { return options_; }
   int64_t steps() const { return steps_; }
 
-  // One RL (or SFT) step. Bad input throws before anything changes; a step
-  // whose gradient is not finite is reported as skipped.
+  // One iteration of options().minibatches optimizer steps. Bad input
+  // throws before anything changes; a step whose gradient is not finite is
+  // reported as skipped and the iteration goes on with the next mini-batch.
+  IterationMetrics iterate(const TrainBatch& batch);
+  // The one-mini-batch iteration, whatever options().minibatches says.
   StepMetrics step(const TrainBatch& batch);
   BatchGradients gradients(const TrainBatch& batch);
   // The completion tokens' log-probs under the training distribution.
@@ -150,9 +180,13 @@ class Trainer {
 
  private:
   struct Prepared;
+  struct Slice;
   struct Accumulated;
-  Prepared prepare(const TrainBatch& batch, bool recompute);
-  Accumulated accumulate(const Prepared& prepared);
+  IterationMetrics run_iteration(const TrainBatch& batch, int64_t minibatches);
+  Prepared prepare(const TrainBatch& batch, int64_t minibatches);
+  void complete_logp_old(Prepared& prepared);
+  Accumulated accumulate(Prepared& prepared, const Slice& slice);
+  StepMetrics optimizer_step(const Accumulated& accumulated);
   void rebuild_transposed();
 
   policy::Policy& policy_;
