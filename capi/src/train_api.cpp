@@ -52,6 +52,7 @@ fp8rl_trainer_options default_trainer_options() {
   o.calibration_margin = d.calibration.margin;
   o.calibration_max_value = d.calibration.max_value;
   o.seed = d.seed;
+  o.minibatches = d.minibatches;
   return o;
 }
 
@@ -99,6 +100,7 @@ train::TrainerOptions trainer_options_from(const fp8rl_trainer_options* given) {
   t.calibration.margin = o.calibration_margin;
   t.calibration.max_value = o.calibration_max_value;
   t.seed = o.seed;
+  t.minibatches = o.minibatches;
   return t;
 }
 
@@ -127,14 +129,15 @@ train::TrainBatch train_batch_from(const fp8rl_train_batch& b) {
   batch.rewards = b.rewards;
   batch.advantages = b.advantages;
   batch.generation_seconds = b.generation_seconds;
+  batch.logp_old = b.logp_old;
   return batch;
 }
 
 fp8rl_train_metrics to_public(const train::StepMetrics& m) {
   fp8rl_train_metrics r{};
   r.step = m.step;
-  r.skipped = m.skipped ? 1 : 0;
-  r.clipped = m.clipped ? 1 : 0;
+  r.skipped = static_cast<int32_t>(m.skipped);
+  r.clipped = static_cast<int32_t>(m.clipped);
   r.loss = m.loss;
   r.grad_norm = m.grad_norm;
   r.learning_rate = m.learning_rate;
@@ -159,7 +162,19 @@ fp8rl_train_metrics to_public(const train::StepMetrics& m) {
   r.train_seconds = m.seconds.train;
   r.recalibration_seconds = m.seconds.recalibration;
   r.recalibration_fraction = m.recalibration_fraction;
+  r.ratio_min = m.loss_stats.ratio_min;
+  r.ratio_max = m.loss_stats.ratio_max;
+  r.old_policy_kl = m.loss_stats.old_kl_k3_mean;
+  r.minibatches = m.minibatches;
   return r;
+}
+
+std::string minibatch_name(size_t k) { return "out_minibatches[" + std::to_string(k) + "]"; }
+
+void log_skipped(fp8rl_trainer* trainer, const train::StepMetrics& metrics) {
+  if (!metrics.skipped) return;
+  trainer->policy->context->impl.logger().log(
+      fp8rl::LogLevel::warning, "training step " + std::to_string(metrics.step) + " skipped: " + metrics.skip_reason);
 }
 
 std::mutex& mutex_of(const fp8rl_trainer* trainer) {
@@ -246,12 +261,39 @@ FP8RL_API fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_tr
       const std::lock_guard<std::mutex> lock(mutex_of(trainer));
       metrics = impl.step(core_batch);
     }
-    if (metrics.skipped) {
-      trainer->policy->context->impl.logger().log(
-          fp8rl::LogLevel::warning,
-          "training step " + std::to_string(metrics.step) + " skipped: " + metrics.skip_reason);
-    }
+    log_skipped(trainer, metrics);
     write_struct(out_metrics, to_public(metrics), "out_metrics");
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_trainer_iterate(fp8rl_trainer* trainer, const fp8rl_train_batch* batch,
+                                             fp8rl_train_metrics* out_iteration, fp8rl_train_metrics* out_minibatches,
+                                             int64_t capacity) {
+  return guarded(__func__, [&] {
+    auto& impl = trainer_of(trainer);
+    fp8rl::require(out_iteration != nullptr, "out_iteration is NULL");
+    fp8rl::require(out_minibatches != nullptr || capacity == 0, "out_minibatches is NULL but capacity is not 0");
+    const int64_t steps = impl.options().minibatches;
+    fp8rl::require(out_minibatches == nullptr || capacity >= steps,
+                   "capacity is " + std::to_string(capacity) + " but the options take " + std::to_string(steps) +
+                       " mini-batches");
+    // Every struct_size is checked before the iteration changes anything.
+    write_struct(out_iteration, fp8rl_train_metrics{}, "out_iteration");
+    for (int64_t k = 0; out_minibatches != nullptr && k < steps; ++k) {
+      write_struct(&out_minibatches[k], fp8rl_train_metrics{}, minibatch_name(k).c_str());
+    }
+    const fp8rl_train_batch given = read_options(batch, default_train_batch(), "batch");
+    const train::TrainBatch core_batch = train_batch_from(given);
+    train::IterationMetrics metrics;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+      metrics = impl.iterate(core_batch);
+    }
+    for (const train::StepMetrics& step : metrics.minibatches) log_skipped(trainer, step);
+    write_struct(out_iteration, to_public(metrics.total), "out_iteration");
+    for (size_t k = 0; out_minibatches != nullptr && k < metrics.minibatches.size(); ++k) {
+      write_struct(&out_minibatches[k], to_public(metrics.minibatches[k]), minibatch_name(k).c_str());
+    }
   });
 }
 

@@ -291,3 +291,76 @@ TEST_CASE("copying weights into a generator of another recipe, and memory report
 }
 
 }  // namespace capi_test
+
+namespace capi_test {
+
+fp8rl_train_metrics sized_metrics() {
+  fp8rl_train_metrics metrics{};
+  metrics.struct_size = sizeof(metrics);
+  return metrics;
+}
+
+TEST_CASE("a training iteration of three mini-batches through the C API") {
+  CpuContext context;
+  Policy policy(context.get(), llama_config());
+  fp8rl_trainer_options options = grpo_options();
+  options.minibatches = 3;
+  options.learning_rate = 3e-2;
+  Trainer trainer(policy.get(), options);
+  const StepData step = rollout_step(policy.get(), trainer.get());
+  const fp8rl_train_batch batch = step.batch();
+
+  fp8rl_train_metrics total = sized_metrics();
+  std::vector<fp8rl_train_metrics> each(2, sized_metrics());
+  check_error(fp8rl_trainer_iterate(trainer.get(), &batch, &total, each.data(), 2), FP8RL_ERROR_INVALID_ARGUMENT,
+              "capacity is 2");
+  each.resize(3, sized_metrics());
+  each[2].struct_size = 3;
+  check_error(fp8rl_trainer_iterate(trainer.get(), &batch, &total, each.data(), 3), FP8RL_ERROR_VERSION_MISMATCH,
+              "out_minibatches[2]");
+  each[2].struct_size = sizeof(fp8rl_train_metrics);
+  REQUIRE_MESSAGE(fp8rl_trainer_iterate(trainer.get(), &batch, &total, each.data(), 3) == FP8RL_OK,
+                  std::string(fp8rl_last_error_message()));
+
+  CHECK(total.minibatches == 3);
+  CHECK(total.step == 3);  // the refused calls took no step
+  CHECK(total.sequences == 6);
+  CHECK(total.has_mismatch == 1);
+  CHECK(total.token_mult_prob_error == 1.0);
+  CHECK(each[0].ratio_min == 1.0);
+  CHECK(each[0].ratio_max == 1.0);
+  CHECK(each[0].old_policy_kl == 0.0);
+  for (int k = 0; k < 3; ++k) {
+    CAPTURE(k);
+    CHECK(each[k].step == k + 1);
+    CHECK(each[k].sequences == 2);
+    CHECK(each[k].minibatches == 1);
+  }
+  CHECK(each[2].old_policy_kl > 0.0);
+  CHECK(each[2].ratio_min < each[2].ratio_max);
+  CHECK(total.loss == doctest::Approx((each[0].loss + each[1].loss + each[2].loss) / 3.0));
+
+  // The host's logp_old: a batch with more mini-batches than sequences is refused.
+  fp8rl_train_batch with_old = batch;
+  std::vector<float> old = step.logp_gen;
+  with_old.logp_old = old.data();
+  REQUIRE(fp8rl_trainer_iterate(trainer.get(), &with_old, &total, nullptr, 0) == FP8RL_OK);
+  CHECK(total.step == 6);
+  old[1] = INFINITY;
+  check_error(fp8rl_trainer_iterate(trainer.get(), &with_old, &total, nullptr, 0), FP8RL_ERROR_NON_FINITE,
+              "logp_old[1]");
+  fp8rl_train_batch two = batch;
+  two.num_sequences = 2;
+  two.num_completion_tokens = static_cast<int64_t>(step.offsets[2] - step.prompt_lengths[0] - step.prompt_lengths[1]);
+  check_error(fp8rl_trainer_iterate(trainer.get(), &two, &total, nullptr, 0), FP8RL_ERROR_INVALID_ARGUMENT,
+              "minibatches is 3");
+  check_error(fp8rl_trainer_iterate(trainer.get(), &batch, nullptr, nullptr, 0), FP8RL_ERROR_INVALID_ARGUMENT,
+              "out_iteration");
+  check_error(fp8rl_trainer_iterate(trainer.get(), &batch, &total, nullptr, 3), FP8RL_ERROR_INVALID_ARGUMENT,
+              "out_minibatches");
+  options.minibatches = 0;
+  fp8rl_trainer* refused = nullptr;
+  check_error(fp8rl_trainer_create(policy.get(), &options, &refused), FP8RL_ERROR_INVALID_ARGUMENT, "minibatches");
+}
+
+}  // namespace capi_test

@@ -59,7 +59,7 @@ extern "C" {
 /** Major version: changes break the ABI; it is the SONAME's number. */
 #define FP8RL_VERSION_MAJOR 0
 /** Minor version: additions that keep the ABI. */
-#define FP8RL_VERSION_MINOR 1
+#define FP8RL_VERSION_MINOR 2
 /** Patch version: fixes only. */
 #define FP8RL_VERSION_PATCH 0
 /** The version as one number: major * 10000 + minor * 100 + patch. */
@@ -1095,15 +1095,18 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, c
 
 /** @} */
 
-/** @defgroup training Training steps
- *  RL (or SFT) steps on a policy, in the policy's own recipe: the trainer
- *  recomputes the batch's log-probs, forms advantages, runs the loss's forward
- *  and backward over micro-batches (FP8 fprop, dgrad and wgrad under an FP8
- *  recipe), clips the global gradient norm, takes an AdamW step on the FP32
- *  master weights and recalibrates: every compute copy of the weights is
- *  requantized with fresh block scales and the attention (Q/K/V) scales are
- *  replaced by those measured in the step's training forward pass. The
- *  policy then generates with the new weights.
+/** @defgroup training Training iterations
+ *  RL (or SFT) training on a policy, in the policy's own recipe. One
+ *  iteration (fp8rl_trainer_iterate()) takes one rollout batch: it fixes
+ *  logp_old, the advantages and the importance weights once, then takes
+ *  options.minibatches optimizer steps on consecutive mini-batches of it
+ *  (PPO's mini-batches): each runs the loss's forward and backward over
+ *  micro-batches (FP8 fprop, dgrad and wgrad under an FP8 recipe), clips the
+ *  global gradient norm, takes an AdamW step on the FP32 master weights and
+ *  recalibrates: every compute copy of the weights is requantized with fresh
+ *  block scales and the attention (Q/K/V) scales are replaced by those
+ *  measured in the step's training forward pass. fp8rl_trainer_step() is the
+ *  one-mini-batch iteration. The policy then generates with the new weights.
  *
  *  @code
  *  fp8rl_trainer_options options;
@@ -1118,7 +1121,7 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, c
  *    fp8rl_train_batch_init(&batch);
  *    // batch.tokens, offsets, num_sequences, prompt_lengths, logp_gen, rewards ...
  *    fp8rl_train_metrics metrics = {sizeof(metrics)};
- *    fp8rl_trainer_step(trainer, &batch, &metrics);
+ *    fp8rl_trainer_iterate(trainer, &batch, &metrics, NULL, 0);  // options.minibatches steps
  *    fp8rl_rollout_destroy(rollout);
  *  }
  *  fp8rl_trainer_save_state(trainer, "run/state.safetensors");
@@ -1205,6 +1208,9 @@ typedef struct fp8rl_trainer_options {
   double calibration_margin;         /**< >= 1; default 1.05. */
   double calibration_max_value;      /**< The FP8 magnitude the percentile maps to; default 448. */
   uint64_t seed;                     /**< Seed of fp8rl_trainer_next_seeds(); default 0. */
+  int64_t minibatches;               /**< Optimizer steps per fp8rl_trainer_iterate() (>= 1; default 1): the
+                                          batch's sequences in this many consecutive mini-batches of near-equal
+                                          count (mini-batch k starts at sequence k * num_sequences / minibatches). */
 } fp8rl_trainer_options;
 
 /**
@@ -1274,6 +1280,9 @@ typedef struct fp8rl_train_batch {
   const float* advantages;       /**< Per sequence, given by the host. A policy-gradient loss takes exactly
                                       one of rewards and advantages; cross-entropy takes neither. */
   double generation_seconds;     /**< The host's generation time, reported in the time breakdown; default 0. */
+  const float* logp_old;         /**< Per completion token: the policy before the iteration, used as given (must
+                                      be finite). NULL (default): the trainer computes it with the weights before
+                                      the first update. */
 } fp8rl_train_batch;
 
 /**
@@ -1285,16 +1294,23 @@ typedef struct fp8rl_train_batch {
  */
 FP8RL_API fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch);
 
-/** What one training step did. */
+/**
+ * What one optimizer step did, or a whole iteration (fp8rl_trainer_iterate()'s
+ * out_iteration, fp8rl_trainer_step()): then skipped and clipped count the
+ * steps, loss and grad_norm are means over the steps, the token statistics
+ * means over the whole batch, ratio_min/ratio_max extremes, the seconds sums,
+ * and the mismatch and reward fields are set (they are the batch's, so a
+ * single mini-batch's metrics leave them 0).
+ */
 typedef struct fp8rl_train_metrics {
   uint32_t struct_size;          /**< Set by the caller to sizeof(fp8rl_train_metrics). */
-  int64_t step;                  /**< Steps taken, this one included. */
+  int64_t step;                  /**< Steps taken, this one (or the iteration's last) included. */
   int32_t skipped;               /**< Non-zero: the gradient was not finite; weights, optimizer state and
                                       scales are unchanged (the message is logged at warning level). */
   int32_t clipped;               /**< Non-zero: the gradient norm exceeded max_grad_norm. */
-  double loss;                   /**< The batch loss. */
+  double loss;                   /**< The mini-batch loss (token mean over its tokens, or as aggregated). */
   double grad_norm;              /**< Global L2 norm before clipping. */
-  double learning_rate;          /**< The rate of this step. */
+  double learning_rate;          /**< The rate of this (the last) step. */
   double clip_fraction;          /**< Fraction of tokens whose clipped branch was active. */
   double ratio_mean;             /**< Mean r = exp(logp - logp_old) (1 on-policy). */
   double entropy;                /**< Mean entropy of the training distribution over completion tokens. */
@@ -1312,14 +1328,21 @@ typedef struct fp8rl_train_metrics {
   int64_t trained_tokens;        /**< Tokens through the training forward and backward passes. */
   double tokens_per_second;      /**< trained_tokens / train_seconds. */
   double generation_seconds;     /**< As the batch reported it. */
-  double recompute_seconds;      /**< Recomputing logp_old. */
+  double recompute_seconds;      /**< Computing logp_old for mini-batches after the first (0 with one). */
   double train_seconds;          /**< Forward, backward and optimizer. */
   double recalibration_seconds;  /**< Requantizing the weights and replacing the attention scales. */
   double recalibration_fraction; /**< recalibration / (generation + recompute + train + recalibration). */
+  double ratio_min;              /**< Smallest r = exp(logp - logp_old) over the tokens. */
+  double ratio_max;              /**< Largest r. */
+  double old_policy_kl;          /**< Mean k3 estimate of KL(old || current), exp(x) - x - 1 with
+                                      x = logp - logp_old: how far the policy taking the step has moved from the
+                                      one before the iteration (0 on the first mini-batch). */
+  int64_t minibatches;           /**< Optimizer steps these metrics cover (1 for one step). */
 } fp8rl_train_metrics;
 
 /**
- * @brief One training step on a batch.
+ * @brief One training step on a batch: the one-mini-batch iteration
+ *        (fp8rl_trainer_iterate() with minibatches = 1, whatever the options say).
  * @param trainer A valid trainer.
  * @param batch The batch; read only during the call.
  * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set.
@@ -1333,6 +1356,38 @@ typedef struct fp8rl_train_metrics {
  */
 FP8RL_API fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_train_batch* batch,
                                           fp8rl_train_metrics* out_metrics);
+
+/**
+ * @brief One training iteration: options.minibatches optimizer steps on one
+ *        rollout batch, as PPO takes them.
+ *
+ * Once, before any update: logp_old (batch->logp_old, or the policy's own
+ * log-probs before the iteration: the first mini-batch's training forward
+ * gives its part, one scoring pass the rest), the advantages, the
+ * importance weights w = exp(logp_old - logp_gen) and the mismatch metrics.
+ * Then for each mini-batch in order: forward and backward over micro-batches,
+ * clipping, an AdamW step and (recalibrate_after_step) recalibration. From
+ * the second mini-batch on the ratio r = exp(logp - logp_old) departs from 1
+ * and the clip acts. A step whose gradient is not finite is skipped (as in
+ * fp8rl_trainer_step()) and the iteration goes on.
+ * @param trainer A valid trainer.
+ * @param batch The batch, with at least options.minibatches sequences; read only during the call.
+ * @param[out] out_iteration Receives the whole iteration's metrics (see ::fp8rl_train_metrics);
+ *             out_iteration->struct_size must be set.
+ * @param[out] out_minibatches NULL, or caller-owned metrics of each step in order, each with
+ *             struct_size set; @p capacity must then be at least options.minibatches.
+ * @param capacity Entries of @p out_minibatches (0 when NULL).
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT as fp8rl_trainer_step(), and for fewer sequences than
+ *         minibatches or a too small capacity; nothing changes then.
+ * @retval FP8RL_ERROR_NON_FINITE as fp8rl_trainer_step(), and for a NaN/Inf logp_old; every array is
+ *         checked before the first update.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_iterate(fp8rl_trainer* trainer, const fp8rl_train_batch* batch,
+                                             fp8rl_train_metrics* out_iteration, fp8rl_train_metrics* out_minibatches,
+                                             int64_t capacity);
 
 /**
  * @brief The completion tokens' log-probs under the training distribution (log
