@@ -8,9 +8,9 @@ import ctypes
 
 # ---- #define constants
 FP8RL_VERSION_MAJOR = 0
-FP8RL_VERSION_MINOR = 1
+FP8RL_VERSION_MINOR = 2
 FP8RL_VERSION_PATCH = 0
-FP8RL_VERSION = 100  # (0*10000+1*100+0)
+FP8RL_VERSION = 200  # (0*10000+2*100+0)
 FP8RL_MAX_EOS_TOKEN_IDS = 8
 
 # ---- enums: each has a FORCE_32BIT member, so all are 32-bit C ints
@@ -321,6 +321,7 @@ class fp8rl_trainer_options(ctypes.Structure):
         ('calibration_margin', ctypes.c_double),
         ('calibration_max_value', ctypes.c_double),
         ('seed', ctypes.c_uint64),
+        ('minibatches', ctypes.c_int64),
     ]
 
 
@@ -337,6 +338,7 @@ class fp8rl_train_batch(ctypes.Structure):
         ('rewards', ctypes.POINTER(ctypes.c_float)),  # const float*
         ('advantages', ctypes.POINTER(ctypes.c_float)),  # const float*
         ('generation_seconds', ctypes.c_double),
+        ('logp_old', ctypes.POINTER(ctypes.c_float)),  # const float*
     ]
 
 
@@ -370,6 +372,10 @@ class fp8rl_train_metrics(ctypes.Structure):
         ('train_seconds', ctypes.c_double),
         ('recalibration_seconds', ctypes.c_double),
         ('recalibration_fraction', ctypes.c_double),
+        ('ratio_min', ctypes.c_double),
+        ('ratio_max', ctypes.c_double),
+        ('old_policy_kl', ctypes.c_double),
+        ('minibatches', ctypes.c_int64),
     ]
 
 
@@ -429,6 +435,7 @@ _FUNCTIONS = (
     ('fp8rl_trainer_memory', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_memory_report))),
     ('fp8rl_train_batch_init', fp8rl_status, (ctypes.POINTER(fp8rl_train_batch),)),
     ('fp8rl_trainer_step', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_train_batch), ctypes.POINTER(fp8rl_train_metrics))),
+    ('fp8rl_trainer_iterate', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_train_batch), ctypes.POINTER(fp8rl_train_metrics), ctypes.POINTER(fp8rl_train_metrics), ctypes.c_int64)),
     ('fp8rl_trainer_recompute_logprobs', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int64), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_float), ctypes.c_int64)),
     ('fp8rl_trainer_recalibrate', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_double))),
     ('fp8rl_trainer_next_seeds', fp8rl_status, (ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64))),

@@ -238,6 +238,7 @@ class TrainerConfig:
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
     micro_batch_tokens: int = 2048  #: activations of one micro-batch are kept for its backward pass
+    minibatches: int = 1  #: optimizer steps per Policy.train_iteration (consecutive mini-batches of the rollouts)
     recalibrate_after_step: bool = True
     seed: int = 0  #: seed of the trainer's prompt-seed stream (Policy.next_seeds)
 
@@ -248,6 +249,7 @@ class TrainerConfig:
         for name in ("percentile", "margin", "max_value"):
             setattr(struct, "calibration_" + name, getattr(self.calibration, name))
         struct.micro_batch_tokens = self.micro_batch_tokens
+        struct.minibatches = self.minibatches
         struct.recalibrate_after_step = self.recalibrate_after_step
         struct.seed = self.seed
         return struct

@@ -212,7 +212,7 @@ class Policy:
 
         Pass a TrainerConfig, or its fields as keywords: ``loss=LossConfig(...)``,
         ``optimizer=OptimizerConfig(...)``, ``calibration=...``, ``micro_batch_tokens``,
-        ``recalibrate_after_step``, ``seed``.
+        ``minibatches``, ``recalibrate_after_step``, ``seed``.
         """
         if config is not None and fields:
             raise invalid("start_training: pass a TrainerConfig or keyword fields, not both")
@@ -235,7 +235,7 @@ class Policy:
         return self._trainer
 
     def train_step(self, rollouts: Rollouts, rewards: Any = None, advantages: Any = None, *,
-                   ref_logprobs: Any = None) -> Dict[str, Any]:
+                   ref_logprobs: Any = None, old_logprobs: Any = None) -> Dict[str, Any]:
         """One training step on the rollouts; the policy then generates with the new weights and scales.
 
         Recomputes the log-probs, measures the mismatch against the generator's,
@@ -243,7 +243,9 @@ class Policy:
         ``loss.group_size`` consecutive sequences) or takes `advantages`, runs the
         loss forward and backward, clips the gradient, takes an AdamW step and
         recalibrates. Creates a trainer with the defaults if start_training() was
-        not called. `ref_logprobs` (per completion token) feed the KL penalty.
+        not called. `ref_logprobs` (per completion token) feed the KL penalty;
+        `old_logprobs` (per completion token) replace the policy's own logp_old.
+        It is train_iteration() with one mini-batch.
 
         Returns the step's metrics: loss, grad_norm, learning_rate, clip_fraction,
         entropy, token_mult_prob_error, gen_kl_error, the time breakdown and more
@@ -252,7 +254,21 @@ class Policy:
         """
         if not isinstance(rollouts, Rollouts):
             raise invalid(f"train_step: expected Rollouts, got {type(rollouts).__name__}")
-        return self._live_trainer().step(rollouts, rewards, advantages, ref_logprobs)
+        return self._live_trainer().step(rollouts, rewards, advantages, ref_logprobs, old_logprobs)
+
+    def train_iteration(self, rollouts: Rollouts, rewards: Any = None, advantages: Any = None, *,
+                        ref_logprobs: Any = None, old_logprobs: Any = None) -> Dict[str, Any]:
+        """One PPO iteration: ``minibatches`` optimizer steps on consecutive mini-batches of the rollouts.
+
+        logp_old (the policy before the iteration, or `old_logprobs`), the
+        advantages and the importance weights are fixed once, so from the
+        second mini-batch on the ratio departs from 1 and the clip acts. Returns
+        the iteration's metrics (as train_step(); ``skipped``/``clipped`` then
+        say whether any step was) with ``minibatch_metrics``, one dict per step.
+        """
+        if not isinstance(rollouts, Rollouts):
+            raise invalid(f"train_iteration: expected Rollouts, got {type(rollouts).__name__}")
+        return self._live_trainer().iterate(rollouts, rewards, advantages, ref_logprobs, old_logprobs)
 
     def recompute_logprobs(self, rollouts: Rollouts) -> np.ndarray:
         """The completion tokens' log-probs under the training distribution ([tokens] float32)."""

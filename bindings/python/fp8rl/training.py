@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import numpy as np
 
@@ -20,7 +20,10 @@ _FLAGS = ("skipped", "clipped", "has_mismatch")
 
 
 def metrics_dict(metrics: _raw.fp8rl_train_metrics) -> Dict[str, Any]:
-    """Every field of the C metrics; flags as bools, and the mismatch fields None when logp_gen was not given."""
+    """Every field of the C metrics; flags as bools, and the mismatch fields None when logp_gen was not given.
+
+    For an iteration, ``skipped`` and ``clipped`` are True when any of its steps was.
+    """
     values: Dict[str, Any] = {}
     for name in (item[0] for item in metrics._fields_):
         if name != "struct_size":
@@ -30,8 +33,14 @@ def metrics_dict(metrics: _raw.fp8rl_train_metrics) -> Dict[str, Any]:
     return values
 
 
+def _metrics_struct() -> _raw.fp8rl_train_metrics:
+    metrics = _raw.fp8rl_train_metrics()
+    metrics.struct_size = ctypes.sizeof(metrics)
+    return metrics
+
+
 class Trainer:
-    """Trains a policy in place: recompute log-probs, loss forward and backward, AdamW, recalibration."""
+    """Trains a policy in place: iterations of mini-batch steps (loss forward and backward, AdamW, recalibration)."""
 
     def __init__(self, policy_handle: Handle, config: TrainerConfig):
         self.config = config
@@ -43,7 +52,9 @@ class Trainer:
     def close(self) -> None:
         self._handle.close()
 
-    def step(self, rollouts: Rollouts, rewards: Any, advantages: Any, ref_logprobs: Any) -> Dict[str, Any]:
+    def _batch(self, rollouts: Rollouts, rewards: Any, advantages: Any, ref_logprobs: Any,
+               old_logprobs: Any) -> Tuple[_raw.fp8rl_train_batch, Tuple[Any, ...]]:
+        """The C batch and the arrays it points into (keep them alive during the call)."""
         tokens, offsets, prompt_lengths = rollouts.sequences()
         count, completion_tokens = len(rollouts), len(rollouts.tokens)
         wants_rewards = self.config.loss.kind == _raw.FP8RL_LOSS_CLIPPED_POLICY_GRADIENT
@@ -54,6 +65,7 @@ class Trainer:
         rewards = None if rewards is None else float_vector(rewards, count, "rewards")
         advantages = None if advantages is None else float_vector(advantages, count, "advantages")
         ref = None if ref_logprobs is None else float_vector(ref_logprobs, completion_tokens, "ref_logprobs")
+        old = None if old_logprobs is None else float_vector(old_logprobs, completion_tokens, "old_logprobs")
         batch = _raw.fp8rl_train_batch()
         check(library().fp8rl_train_batch_init(ctypes.byref(batch)))
         batch.tokens = pointer(tokens, ctypes.c_int32)
@@ -65,11 +77,31 @@ class Trainer:
         batch.logp_ref = pointer(ref, ctypes.c_float)
         batch.rewards = pointer(rewards, ctypes.c_float)
         batch.advantages = pointer(advantages, ctypes.c_float)
+        batch.logp_old = pointer(old, ctypes.c_float)
         batch.generation_seconds = rollouts.generation_seconds
-        metrics = _raw.fp8rl_train_metrics()
-        metrics.struct_size = ctypes.sizeof(metrics)
+        return batch, (tokens, offsets, prompt_lengths, rewards, advantages, ref, old)
+
+    def step(self, rollouts: Rollouts, rewards: Any, advantages: Any, ref_logprobs: Any,
+             old_logprobs: Any = None) -> Dict[str, Any]:
+        batch, alive = self._batch(rollouts, rewards, advantages, ref_logprobs, old_logprobs)
+        metrics = _metrics_struct()
         check(library().fp8rl_trainer_step(self._handle.pointer, ctypes.byref(batch), ctypes.byref(metrics)))
+        del alive
         return metrics_dict(metrics)
+
+    def iterate(self, rollouts: Rollouts, rewards: Any, advantages: Any, ref_logprobs: Any,
+                old_logprobs: Any) -> Dict[str, Any]:
+        batch, alive = self._batch(rollouts, rewards, advantages, ref_logprobs, old_logprobs)
+        total = _metrics_struct()
+        steps = (_raw.fp8rl_train_metrics * self.config.minibatches)()
+        for step in steps:
+            step.struct_size = ctypes.sizeof(step)
+        check(library().fp8rl_trainer_iterate(self._handle.pointer, ctypes.byref(batch), ctypes.byref(total), steps,
+                                              len(steps)))
+        del alive
+        result = metrics_dict(total)
+        result["minibatch_metrics"] = [metrics_dict(step) for step in steps]
+        return result
 
     def recompute_logprobs(self, rollouts: Rollouts) -> np.ndarray:
         tokens, offsets, prompt_lengths = rollouts.sequences()

@@ -29,9 +29,9 @@ _symbol(name::Symbol) = Libdl.dlsym(_library[], name)
 
 # ---- #define constants
 const FP8RL_VERSION_MAJOR = 0
-const FP8RL_VERSION_MINOR = 1
+const FP8RL_VERSION_MINOR = 2
 const FP8RL_VERSION_PATCH = 0
-const FP8RL_VERSION = 100
+const FP8RL_VERSION = 200
 const FP8RL_MAX_EOS_TOKEN_IDS = 8
 
 # ---- enums: 32-bit C ints (each has a FORCE_32BIT member)
@@ -303,6 +303,7 @@ struct fp8rl_trainer_options
     calibration_margin::Cdouble
     calibration_max_value::Cdouble
     seed::UInt64
+    minibatches::Int64
 end
 
 struct fp8rl_train_batch
@@ -317,6 +318,7 @@ struct fp8rl_train_batch
     rewards::Ptr{Cfloat}
     advantages::Ptr{Cfloat}
     generation_seconds::Cdouble
+    logp_old::Ptr{Cfloat}
 end
 
 struct fp8rl_train_metrics
@@ -348,6 +350,10 @@ struct fp8rl_train_metrics
     train_seconds::Cdouble
     recalibration_seconds::Cdouble
     recalibration_fraction::Cdouble
+    ratio_min::Cdouble
+    ratio_max::Cdouble
+    old_policy_kl::Cdouble
+    minibatches::Int64
 end
 
 # ---- functions
@@ -922,6 +928,17 @@ fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_train_batch*
 """
 function fp8rl_trainer_step(trainer, batch, out_metrics)
     @ccall $(_symbol(:fp8rl_trainer_step))(trainer::Ptr{fp8rl_trainer}, batch::Ptr{fp8rl_train_batch}, out_metrics::Ptr{fp8rl_train_metrics})::fp8rl_status
+end
+
+"""
+    fp8rl_trainer_iterate(trainer, batch, out_iteration, out_minibatches, capacity)
+
+```c
+fp8rl_status fp8rl_trainer_iterate(fp8rl_trainer* trainer, const fp8rl_train_batch* batch, fp8rl_train_metrics* out_iteration, fp8rl_train_metrics* out_minibatches, int64_t capacity)
+```
+"""
+function fp8rl_trainer_iterate(trainer, batch, out_iteration, out_minibatches, capacity)
+    @ccall $(_symbol(:fp8rl_trainer_iterate))(trainer::Ptr{fp8rl_trainer}, batch::Ptr{fp8rl_train_batch}, out_iteration::Ptr{fp8rl_train_metrics}, out_minibatches::Ptr{fp8rl_train_metrics}, capacity::Int64)::fp8rl_status
 end
 
 """

@@ -5,12 +5,12 @@ use core::ffi::{c_char, c_void};
 // ---- #define constants
 /// `#define FP8RL_VERSION_MAJOR 0`
 pub const FP8RL_VERSION_MAJOR: u32 = 0;
-/// `#define FP8RL_VERSION_MINOR 1`
-pub const FP8RL_VERSION_MINOR: u32 = 1;
+/// `#define FP8RL_VERSION_MINOR 2`
+pub const FP8RL_VERSION_MINOR: u32 = 2;
 /// `#define FP8RL_VERSION_PATCH 0`
 pub const FP8RL_VERSION_PATCH: u32 = 0;
-/// `#define FP8RL_VERSION (0*10000+1*100+0)`
-pub const FP8RL_VERSION: u32 = 100;
+/// `#define FP8RL_VERSION (0*10000+2*100+0)`
+pub const FP8RL_VERSION: u32 = 200;
 /// `#define FP8RL_MAX_EOS_TOKEN_IDS 8`
 pub const FP8RL_MAX_EOS_TOKEN_IDS: u32 = 8;
 
@@ -350,6 +350,7 @@ pub struct fp8rl_trainer_options {
     pub calibration_margin: f64,
     pub calibration_max_value: f64,
     pub seed: u64,
+    pub minibatches: i64,
 }
 
 /// C `struct fp8rl_train_batch`; fill with its init function where it has one.
@@ -367,6 +368,7 @@ pub struct fp8rl_train_batch {
     pub rewards: *const f32,
     pub advantages: *const f32,
     pub generation_seconds: f64,
+    pub logp_old: *const f32,
 }
 
 /// C `struct fp8rl_train_metrics`; fill with its init function where it has one.
@@ -401,6 +403,10 @@ pub struct fp8rl_train_metrics {
     pub train_seconds: f64,
     pub recalibration_seconds: f64,
     pub recalibration_fraction: f64,
+    pub ratio_min: f64,
+    pub ratio_max: f64,
+    pub old_policy_kl: f64,
+    pub minibatches: i64,
 }
 
 // ---- functions
@@ -509,6 +515,8 @@ extern "C" {
     pub fn fp8rl_train_batch_init(batch: *mut fp8rl_train_batch) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_train_batch* batch, fp8rl_train_metrics* out_metrics)`
     pub fn fp8rl_trainer_step(trainer: *mut fp8rl_trainer, batch: *const fp8rl_train_batch, out_metrics: *mut fp8rl_train_metrics) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_trainer_iterate(fp8rl_trainer* trainer, const fp8rl_train_batch* batch, fp8rl_train_metrics* out_iteration, fp8rl_train_metrics* out_minibatches, int64_t capacity)`
+    pub fn fp8rl_trainer_iterate(trainer: *mut fp8rl_trainer, batch: *const fp8rl_train_batch, out_iteration: *mut fp8rl_train_metrics, out_minibatches: *mut fp8rl_train_metrics, capacity: i64) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_recompute_logprobs(fp8rl_trainer* trainer, const int32_t* tokens, const int64_t* offsets, int64_t num_sequences, const int64_t* prompt_lengths, float* logprobs, int64_t capacity)`
     pub fn fp8rl_trainer_recompute_logprobs(trainer: *mut fp8rl_trainer, tokens: *const i32, offsets: *const i64, num_sequences: i64, prompt_lengths: *const i64, logprobs: *mut f32, capacity: i64) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_recalibrate(fp8rl_trainer* trainer, double* out_seconds)`
@@ -671,6 +679,7 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_trainer_options.calibration_margin", core::mem::offset_of!(fp8rl_trainer_options, calibration_margin), core::mem::size_of::<f64>()),
     ("fp8rl_trainer_options.calibration_max_value", core::mem::offset_of!(fp8rl_trainer_options, calibration_max_value), core::mem::size_of::<f64>()),
     ("fp8rl_trainer_options.seed", core::mem::offset_of!(fp8rl_trainer_options, seed), core::mem::size_of::<u64>()),
+    ("fp8rl_trainer_options.minibatches", core::mem::offset_of!(fp8rl_trainer_options, minibatches), core::mem::size_of::<i64>()),
     ("fp8rl_train_batch", 0, core::mem::size_of::<fp8rl_train_batch>()),
     ("fp8rl_train_batch.struct_size", core::mem::offset_of!(fp8rl_train_batch, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_train_batch.tokens", core::mem::offset_of!(fp8rl_train_batch, tokens), core::mem::size_of::<*const i32>()),
@@ -683,6 +692,7 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_train_batch.rewards", core::mem::offset_of!(fp8rl_train_batch, rewards), core::mem::size_of::<*const f32>()),
     ("fp8rl_train_batch.advantages", core::mem::offset_of!(fp8rl_train_batch, advantages), core::mem::size_of::<*const f32>()),
     ("fp8rl_train_batch.generation_seconds", core::mem::offset_of!(fp8rl_train_batch, generation_seconds), core::mem::size_of::<f64>()),
+    ("fp8rl_train_batch.logp_old", core::mem::offset_of!(fp8rl_train_batch, logp_old), core::mem::size_of::<*const f32>()),
     ("fp8rl_train_metrics", 0, core::mem::size_of::<fp8rl_train_metrics>()),
     ("fp8rl_train_metrics.struct_size", core::mem::offset_of!(fp8rl_train_metrics, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_train_metrics.step", core::mem::offset_of!(fp8rl_train_metrics, step), core::mem::size_of::<i64>()),
@@ -712,6 +722,10 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_train_metrics.train_seconds", core::mem::offset_of!(fp8rl_train_metrics, train_seconds), core::mem::size_of::<f64>()),
     ("fp8rl_train_metrics.recalibration_seconds", core::mem::offset_of!(fp8rl_train_metrics, recalibration_seconds), core::mem::size_of::<f64>()),
     ("fp8rl_train_metrics.recalibration_fraction", core::mem::offset_of!(fp8rl_train_metrics, recalibration_fraction), core::mem::size_of::<f64>()),
+    ("fp8rl_train_metrics.ratio_min", core::mem::offset_of!(fp8rl_train_metrics, ratio_min), core::mem::size_of::<f64>()),
+    ("fp8rl_train_metrics.ratio_max", core::mem::offset_of!(fp8rl_train_metrics, ratio_max), core::mem::size_of::<f64>()),
+    ("fp8rl_train_metrics.old_policy_kl", core::mem::offset_of!(fp8rl_train_metrics, old_policy_kl), core::mem::size_of::<f64>()),
+    ("fp8rl_train_metrics.minibatches", core::mem::offset_of!(fp8rl_train_metrics, minibatches), core::mem::size_of::<i64>()),
 ];
 
 /// Every constant and enum value: (name, value).
@@ -851,6 +865,7 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_trainer_memory",
     "fp8rl_train_batch_init",
     "fp8rl_trainer_step",
+    "fp8rl_trainer_iterate",
     "fp8rl_trainer_recompute_logprobs",
     "fp8rl_trainer_recalibrate",
     "fp8rl_trainer_next_seeds",
