@@ -28,6 +28,9 @@ pub struct TrainBatch<'a> {
     /// Per completion token: a reference policy's log-probs (e.g. from
     /// [`Policy::score`](crate::Policy::score)). Needed when kl_coefficient > 0.
     pub logp_ref: Option<&'a [f32]>,
+    /// Per completion token: the policy before the iteration, used as given
+    /// (finite); `None`: the trainer computes it before the first update.
+    pub logp_old: Option<&'a [f32]>,
     /// Per sequence; advantages are then normalized within groups.
     pub rewards: Option<&'a [f32]>,
     /// Per sequence, given by the host.
@@ -45,6 +48,7 @@ impl<'a> TrainBatch<'a> {
             prompt_lengths,
             logp_gen: None,
             logp_ref: None,
+            logp_old: None,
             rewards: None,
             advantages: None,
             generation_seconds: 0.0,
@@ -62,6 +66,13 @@ impl<'a> TrainBatch<'a> {
     #[must_use]
     pub fn logp_ref(mut self, logp_ref: &'a [f32]) -> Self {
         self.logp_ref = Some(logp_ref);
+        self
+    }
+
+    /// The policy's log-probs before the iteration, one per completion token.
+    #[must_use]
+    pub fn logp_old(mut self, logp_old: &'a [f32]) -> Self {
+        self.logp_old = Some(logp_old);
         self
     }
 
@@ -98,7 +109,7 @@ impl<'a> TrainBatch<'a> {
         }
         // The per-token slices must agree; their common length is what C
         // reads, and C checks it against the sequences.
-        let per_token = [("logp_gen", self.logp_gen), ("logp_ref", self.logp_ref)];
+        let per_token = [("logp_gen", self.logp_gen), ("logp_ref", self.logp_ref), ("logp_old", self.logp_old)];
         let mut given = per_token.iter().filter_map(|&(name, values)| values.map(|values| (name, values.len())));
         let completion_count = match given.next() {
             None => completion_tokens(self.tokens.len(), self.prompt_lengths),
@@ -121,6 +132,7 @@ impl<'a> TrainBatch<'a> {
         c.num_completion_tokens = to_i64("completion tokens", completion_count)?;
         c.logp_gen = self.logp_gen.map_or(std::ptr::null(), <[f32]>::as_ptr);
         c.logp_ref = self.logp_ref.map_or(std::ptr::null(), <[f32]>::as_ptr);
+        c.logp_old = self.logp_old.map_or(std::ptr::null(), <[f32]>::as_ptr);
         c.rewards = self.rewards.map_or(std::ptr::null(), <[f32]>::as_ptr);
         c.advantages = self.advantages.map_or(std::ptr::null(), <[f32]>::as_ptr);
         c.generation_seconds = self.generation_seconds;
@@ -129,7 +141,12 @@ impl<'a> TrainBatch<'a> {
 }
 
 c_output! {
-    /// What one training step did (`fp8rl_train_metrics`).
+    /// What one optimizer step did (`fp8rl_train_metrics`), or a whole
+    /// iteration ([`IterationMetrics::total`]): then `skipped` and `clipped`
+    /// say whether any step was, loss and grad_norm are means over the steps,
+    /// the token statistics means over the batch, the ratio extremes over all
+    /// steps, and the mismatch and reward fields are set (a single mini-batch's
+    /// metrics leave them 0).
     pub struct TrainMetrics: sys::fp8rl_train_metrics {
         /// Steps taken, this one included.
         step: i64,
@@ -178,7 +195,7 @@ c_output! {
         tokens_per_second: f64,
         /// As the batch reported it.
         generation_seconds: f64,
-        /// Recomputing logp_old.
+        /// Computing logp_old for mini-batches after the first (0 with one).
         recompute_seconds: f64,
         /// Forward, backward and optimizer.
         train_seconds: f64,
@@ -186,5 +203,23 @@ c_output! {
         recalibration_seconds: f64,
         /// recalibration / (generation + recompute + train + recalibration).
         recalibration_fraction: f64,
+        /// Smallest r = exp(logp - logp_old) over the tokens.
+        ratio_min: f64,
+        /// Largest r.
+        ratio_max: f64,
+        /// Mean k3 estimate of KL(old || current): how far the policy taking
+        /// the step has moved from the one before the iteration.
+        old_policy_kl: f64,
+        /// Optimizer steps these metrics cover (1 for one step).
+        minibatches: i64,
     }
+}
+
+/// What a [`Trainer::iterate`](crate::Trainer::iterate) did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IterationMetrics {
+    /// The whole iteration.
+    pub total: TrainMetrics,
+    /// Each optimizer step, in order.
+    pub minibatches: Vec<TrainMetrics>,
 }

@@ -94,7 +94,7 @@ mod version;
 pub use fp8rl_sys as sys;
 
 pub use attention::{AttentionScales, CalibrationOptions};
-pub use batch::{TrainBatch, TrainMetrics};
+pub use batch::{IterationMetrics, TrainBatch, TrainMetrics};
 pub use config::{ModelConfig, MAX_EOS_TOKEN_IDS};
 pub use context::{Context, ContextBuilder};
 pub use enums::{

@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 use fp8rl_sys as sys;
 
 use crate::args::{completion_tokens, path_to_c, per_sequence, sequence_count, to_i64};
-use crate::batch::{TrainBatch, TrainMetrics};
+use crate::batch::{IterationMetrics, TrainBatch, TrainMetrics};
 use crate::error::{check, Result};
 use crate::policy::Policy;
 use crate::report::MemoryReport;
@@ -53,6 +53,7 @@ use crate::trainer_options::TrainerOptions;
 pub struct Trainer<'p> {
     raw: NonNull<sys::fp8rl_trainer>,
     policy: &'p Policy<'p>,
+    minibatches: usize,
 }
 
 // SAFETY: the header documents every trainer function except
@@ -69,11 +70,12 @@ impl<'p> Trainer<'p> {
     /// message naming the field.
     pub fn new(policy: &'p Policy<'p>, options: &TrainerOptions) -> Result<Self> {
         let options = options.c_fields();
+        let minibatches = usize::try_from(options.minibatches).unwrap_or(0);
         let mut raw = std::ptr::null_mut();
         // SAFETY: a valid policy, options and out-pointer.
         check(unsafe { sys::fp8rl_trainer_create(policy.as_ptr(), &options, &mut raw) })?;
         let raw = NonNull::new(raw).expect("fp8rl_trainer_create succeeded without a trainer");
-        Ok(Self { raw, policy })
+        Ok(Self { raw, policy, minibatches })
     }
 
     /// The policy being trained.
@@ -81,7 +83,8 @@ impl<'p> Trainer<'p> {
         self.policy
     }
 
-    /// One training step on a batch.
+    /// One training step on a batch: the one-mini-batch iteration, whatever
+    /// the options' `minibatches` says.
     ///
     /// Malformed sequences, missing or extra arrays for the loss fail with
     /// [`Status::InvalidArgument`](crate::Status::InvalidArgument), NaN/Inf
@@ -94,6 +97,29 @@ impl<'p> Trainer<'p> {
         // SAFETY: the batch points into slices it checked; metrics has struct_size set.
         check(unsafe { sys::fp8rl_trainer_step(self.raw.as_ptr(), &batch, &mut metrics) })?;
         Ok(TrainMetrics::from_c(&metrics))
+    }
+
+    /// One PPO iteration: the options' `minibatches` optimizer steps on
+    /// consecutive mini-batches of the batch, with logp_old (the batch's, or the
+    /// policy's before the first update), the advantages and the importance
+    /// weights fixed once; from the second mini-batch on the ratio departs
+    /// from 1 and the clip acts. Errors as [`Trainer::step`], and
+    /// [`Status::InvalidArgument`](crate::Status::InvalidArgument) for fewer
+    /// sequences than mini-batches; every input is checked before the first update.
+    pub fn iterate(&mut self, batch: &TrainBatch<'_>) -> Result<IterationMetrics> {
+        let batch = batch.to_c()?;
+        let mut total = TrainMetrics::empty_c();
+        let mut steps = vec![TrainMetrics::empty_c(); self.minibatches];
+        let capacity = to_i64("mini-batches", steps.len())?;
+        // SAFETY: the batch points into slices it checked; every metrics
+        // struct has struct_size set and the array holds `capacity` of them.
+        check(unsafe {
+            sys::fp8rl_trainer_iterate(self.raw.as_ptr(), &batch, &mut total, steps.as_mut_ptr(), capacity)
+        })?;
+        Ok(IterationMetrics {
+            total: TrainMetrics::from_c(&total),
+            minibatches: steps.iter().map(TrainMetrics::from_c).collect(),
+        })
     }
 
     /// The completion tokens' log-probs under the training distribution, as

@@ -74,6 +74,10 @@ c_options! {
         /// Tokens per micro-batch (>= 1; default 2048): activations of one
         /// micro-batch are kept for its backward pass.
         micro_batch_tokens: i64,
+        /// Optimizer steps per [`Trainer::iterate`](crate::Trainer::iterate) (>= 1;
+        /// default 1): the batch's sequences in this many consecutive
+        /// mini-batches of near-equal count.
+        minibatches: i64,
         /// Recalibrate after every step (default true).
         recalibrate_after_step: bool,
         /// Of the per-token Q/K/V maxima, in (0, 100]; default 99.9.

@@ -295,3 +295,33 @@ fn mismatch_metrics_measure_generation_against_training() {
     let error = mismatch_metrics(&logp, &logp, &[0, 5], &ImportanceOptions::new()).unwrap_err();
     assert_from_binding(&error, "mismatch_metrics");
 }
+
+#[test]
+fn an_iteration_takes_one_step_per_minibatch_and_moves_the_ratio_from_the_second_on() {
+    let context = cpu();
+    let policy = Policy::random(&context, &tiny_config(), 1).unwrap();
+    let mut trainer = Trainer::new(&policy, &grpo_options().learning_rate(3e-2).minibatches(4)).unwrap();
+    let step = rollout_step(&policy, &mut trainer);
+    let batch = step.sequences.batch().logp_gen(&step.logp_gen).rewards(&step.rewards);
+    let metrics = trainer.iterate(&batch).unwrap();
+    assert_eq!(metrics.minibatches.len(), 4);
+    assert_eq!(metrics.total.minibatches, 4);
+    assert_eq!(metrics.total.step, 4);
+    assert!(metrics.total.has_mismatch);
+    assert_eq!(metrics.minibatches[0].ratio_min, 1.0);
+    assert_eq!(metrics.minibatches[0].ratio_max, 1.0);
+    for (k, m) in metrics.minibatches.iter().enumerate() {
+        assert_eq!(m.step, k as i64 + 1);
+        assert_eq!(m.sequences, 2);
+    }
+    assert!(metrics.minibatches[3].old_policy_kl > 0.0);
+
+    // The host's logp_old must be finite; a refused iteration takes no step.
+    let mut old = step.logp_gen.clone();
+    old[0] = f32::NAN;
+    let refused = trainer.iterate(&batch.logp_old(&old));
+    expect_error(refused, Status::NonFinite, "logp_old[0]");
+    let more = Trainer::new(&policy, &grpo_options().minibatches(9));
+    let mut more = more.unwrap();
+    expect_error(more.iterate(&batch), Status::InvalidArgument, "minibatches is 9");
+}
