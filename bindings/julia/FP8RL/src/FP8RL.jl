@@ -58,7 +58,7 @@ export QuantizeOptions, ImportanceOptions
 export Policy, load_policy, context, config, recipe, set_recipe!, parameter_count, memory, save, export_fp8
 export attention_scales, set_attention_scales!, recalibrate_attention_scales!, copy_weights!
 export Rollout, Completion, generate, score, completions, total_tokens
-export Trainer, train_step!, recompute_logprobs, recalibrate!, next_seeds, save_state, load_state!
+export Trainer, train_step!, train_iteration!, recompute_logprobs, recalibrate!, next_seeds, save_state, load_state!
 export mismatch_metrics
 export QuantizedMatrix, quantized_sizes, quantize, dequantize, convert_dtype, gemm_fp8, gemm_bf16
 

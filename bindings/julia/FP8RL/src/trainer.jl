@@ -44,11 +44,11 @@ Base.show(io::IO, trainer::Trainer) = print(io, "FP8RL.Trainer(", isopen(trainer
 
 """
     train_step!(trainer::Trainer, rollout::Rollout; rewards = nothing, advantages = nothing,
-                logp_ref = nothing) -> NamedTuple
+                logp_ref = nothing, logp_old = nothing) -> NamedTuple
     train_step!(trainer::Trainer, prompts, completions; rewards = nothing, advantages = nothing,
-                logp_gen = nothing, logp_ref = nothing, generation_seconds = 0.0) -> NamedTuple
+                logp_gen = nothing, logp_ref = nothing, logp_old = nothing, generation_seconds = 0.0) -> NamedTuple
 
-One training step (`fp8rl_trainer_step`) on each prompt followed by its
+One training step (`fp8rl_trainer_step`: the one-mini-batch iteration) on each prompt followed by its
 completion: those of `rollout` (whose log-probs feed the importance
 correction and the mismatch metrics, and whose generation time the time
 breakdown), or token-id vectors generated elsewhere.
@@ -57,8 +57,9 @@ A policy-gradient loss takes exactly one of `rewards` (one per sequence,
 turned into advantages within groups of `loss.group_size` consecutive
 sequences) and `advantages`; cross-entropy takes neither. Per-token values
 (`logp_gen`, the generator's log-probs; `logp_ref`, a reference policy's for
-the KL penalty) are one vector per completion or one flat vector. Rewards,
-advantages and `logp_ref` must be finite (checked before C).
+the KL penalty; `logp_old`, the policy's before the step, used as given instead
+of its own) are one vector per completion or one flat vector. Rewards,
+advantages, `logp_ref` and `logp_old` must be finite (checked before C).
 
 Returns every field of `fp8rl_train_metrics`: `step`, `skipped`, `clipped`,
 `loss`, `grad_norm`, `learning_rate`, `clip_fraction`, `ratio_mean`, `entropy`,
@@ -67,47 +68,96 @@ Returns every field of `fp8rl_train_metrics`: `step`, `skipped`, `clipped`,
 (these five `nothing` without generator log-probs), `sequences`,
 `completion_tokens`, `trained_tokens`, `tokens_per_second`,
 `generation_seconds`, `recompute_seconds`, `train_seconds`,
-`recalibration_seconds`, `recalibration_fraction`. A non-finite gradient is
-not an error: `skipped` is then `true` and nothing changed.
+`recalibration_seconds`, `recalibration_fraction`, `ratio_min`, `ratio_max`,
+`old_policy_kl`, `minibatches`. A non-finite gradient is not an error:
+`skipped` is then `true` and nothing changed.
 """
-function train_step!(trainer::Trainer, rollout::Rollout; rewards = nothing, advantages = nothing, logp_ref = nothing)
-    sequences = _sequences(rollout)
-    logp_gen = _flat(rollout).logprobs
-    return _train_step!(trainer, sequences, rewards, advantages, logp_gen, logp_ref, rollout.generation_seconds)
+function train_step!(trainer::Trainer, rollout::Rollout; rewards = nothing, advantages = nothing, logp_ref = nothing,
+                     logp_old = nothing)
+    inputs = _TrainInputs(_sequences(rollout), rewards, advantages, _flat(rollout).logprobs, logp_ref, logp_old,
+                          rollout.generation_seconds)
+    return _train_step!(trainer, inputs)
 end
 
 function train_step!(trainer::Trainer, prompts::AbstractVector, given::AbstractVector; rewards = nothing,
-                     advantages = nothing, logp_gen = nothing, logp_ref = nothing, generation_seconds::Real = 0.0)
+                     advantages = nothing, logp_gen = nothing, logp_ref = nothing, logp_old = nothing,
+                     generation_seconds::Real = 0.0)
     sequences = _user_sequences(prompts, given, _vocab_size(trainer.policy), "train_step!")
-    return _train_step!(trainer, sequences, rewards, advantages, logp_gen, logp_ref, generation_seconds)
+    inputs = _TrainInputs(sequences, rewards, advantages, logp_gen, logp_ref, logp_old, generation_seconds)
+    return _train_step!(trainer, inputs)
+end
+
+"""
+    train_iteration!(trainer::Trainer, rollout::Rollout; rewards = nothing, advantages = nothing,
+                     logp_ref = nothing, logp_old = nothing) -> NamedTuple
+
+One PPO iteration (`fp8rl_trainer_iterate`): the config's `minibatches`
+optimizer steps on consecutive mini-batches of the rollout, with logp_old (the
+policy's before the first update, or `logp_old`), the advantages and the
+importance weights fixed once, so from the second mini-batch on the ratio
+departs from 1 and the clip acts. Arguments as [`train_step!`](@ref). Returns
+the iteration's metrics (the fields [`train_step!`](@ref) lists; `skipped`
+and `clipped` say whether any step was) and `minibatch_metrics`, one
+NamedTuple per step.
+"""
+function train_iteration!(trainer::Trainer, rollout::Rollout; rewards = nothing, advantages = nothing,
+                          logp_ref = nothing, logp_old = nothing)
+    inputs = _TrainInputs(_sequences(rollout), rewards, advantages, _flat(rollout).logprobs, logp_ref, logp_old,
+                          rollout.generation_seconds)
+    steps = [_c_output(L.fp8rl_train_metrics) for _ in 1:trainer.config.minibatches]
+    total = Ref(_c_output(L.fp8rl_train_metrics))
+    _with_batch(trainer, inputs) do batch
+        check(L.fp8rl_trainer_iterate(trainer, batch, total, steps, length(steps)))
+    end
+    return merge(_train_metrics(total[]), (minibatch_metrics = map(_train_metrics, steps),))
 end
 
 const _MISMATCH_METRICS = (:token_mult_prob_error, :gen_kl_error, :is_weight_mean, :is_truncated_fraction,
                            :is_masked_fraction)
 const _FLAG_METRICS = (:skipped, :clipped, :has_mismatch)
 
-function _train_step!(trainer::Trainer, sequences::_Sequences, rewards, advantages, logp_gen, logp_ref,
-                      generation_seconds::Real)
+# What one step or iteration trains on, as the caller gave it.
+struct _TrainInputs
+    sequences::_Sequences
+    rewards::Any
+    advantages::Any
+    logp_gen::Any
+    logp_ref::Any
+    logp_old::Any
+    generation_seconds::Float64
+end
+
+function _train_step!(trainer::Trainer, inputs::_TrainInputs)
+    metrics = Ref(_c_output(L.fp8rl_train_metrics))
+    _with_batch(batch -> check(L.fp8rl_trainer_step(trainer, batch, metrics)), trainer, inputs)
+    return _train_metrics(metrics[])
+end
+
+# Calls f(Ref(batch)) with the C batch of `inputs`, validated and converted first.
+function _with_batch(f, trainer::Trainer, inputs::_TrainInputs)
+    rewards, advantages, sequences = inputs.rewards, inputs.advantages, inputs.sequences
     _check_loss_inputs(trainer.config.loss.kind, rewards, advantages)
     count = length(sequences.prompt_lengths)
     offsets = sequences.completion_offsets
     reward_values = rewards === nothing ? nothing : _float_vector(rewards, count, "train_step!: rewards")
     advantage_values = advantages === nothing ? nothing : _float_vector(advantages, count, "train_step!: advantages")
     # The library decides where non-finite generator log-probs matter (the importance weights).
-    gen = logp_gen === nothing ? nothing : _per_token(logp_gen, offsets, "train_step!: logp_gen"; allow_non_finite = true)
-    ref = logp_ref === nothing ? nothing : _per_token(logp_ref, offsets, "train_step!: logp_ref")
+    gen = inputs.logp_gen === nothing ? nothing :
+          _per_token(inputs.logp_gen, offsets, "train_step!: logp_gen"; allow_non_finite = true)
+    ref = inputs.logp_ref === nothing ? nothing : _per_token(inputs.logp_ref, offsets, "train_step!: logp_ref")
+    old = inputs.logp_old === nothing ? nothing : _per_token(inputs.logp_old, offsets, "train_step!: logp_old")
     tokens, sequence_offsets, prompt_lengths = sequences.tokens, sequences.offsets, sequences.prompt_lengths
-    metrics = Ref(_c_output(L.fp8rl_train_metrics))
     # The batch holds raw pointers into these arrays: they must outlive the call.
-    GC.@preserve tokens sequence_offsets prompt_lengths reward_values advantage_values gen ref begin
+    GC.@preserve tokens sequence_offsets prompt_lengths reward_values advantage_values gen ref old begin
         batch = _with(_c_defaults(L.fp8rl_train_batch);
                       tokens = pointer(tokens), offsets = pointer(sequence_offsets), num_sequences = count,
                       prompt_lengths = pointer(prompt_lengths), num_completion_tokens = last(offsets),
-                      logp_gen = _pointer(gen), logp_ref = _pointer(ref), rewards = _pointer(reward_values),
-                      advantages = _pointer(advantage_values), generation_seconds = Float64(generation_seconds))
-        check(L.fp8rl_trainer_step(trainer, Ref(batch), metrics))
+                      logp_gen = _pointer(gen), logp_ref = _pointer(ref), logp_old = _pointer(old),
+                      rewards = _pointer(reward_values), advantages = _pointer(advantage_values),
+                      generation_seconds = inputs.generation_seconds)
+        f(Ref(batch))
     end
-    return _train_metrics(metrics[])
+    return nothing
 end
 
 _pointer(::Nothing) = Ptr{Cfloat}(C_NULL)

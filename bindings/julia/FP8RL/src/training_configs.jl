@@ -80,12 +80,13 @@ OptimizerConfig(; fields...) = _with(_from_c(OptimizerConfig, _c_defaults(L.fp8r
 """
     TrainerConfig(; loss = LossConfig(), optimizer = OptimizerConfig(),
                   calibration = CalibrationConfig(), micro_batch_tokens = 2048,
-                  recalibrate_after_step = true, seed = 0)
+                  minibatches = 1, recalibrate_after_step = true, seed = 0)
 
 Everything a [`Trainer`](@ref) is created with (`fp8rl_trainer_options`).
 `loss`, `optimizer` and `calibration` also take NamedTuples of their fields.
 `micro_batch_tokens` bounds the tokens whose activations are kept for one
-backward pass; `recalibrate_after_step` requantizes the weights and replaces
+backward pass; `minibatches` is the number of optimizer steps of one
+[`train_iteration!`](@ref); `recalibrate_after_step` requantizes the weights and replaces
 the attention scales after every step; `seed` starts the trainer's stream of
 prompt seeds ([`next_seeds`](@ref)).
 """
@@ -94,6 +95,7 @@ struct TrainerConfig <: _Options
     optimizer::OptimizerConfig
     calibration::CalibrationConfig
     micro_batch_tokens::Int64
+    minibatches::Int64
     recalibrate_after_step::Bool
     seed::UInt64
 end
@@ -102,7 +104,7 @@ function TrainerConfig(; fields...)
     raw = _c_defaults(L.fp8rl_trainer_options)
     calibration = CalibrationConfig(raw.calibration_percentile, raw.calibration_margin, raw.calibration_max_value)
     defaults = TrainerConfig(_from_c(LossConfig, raw), _from_c(OptimizerConfig, raw), calibration,
-                             raw.micro_batch_tokens, raw.recalibrate_after_step != 0, raw.seed)
+                             raw.micro_batch_tokens, raw.minibatches, raw.recalibrate_after_step != 0, raw.seed)
     return _with(defaults; fields...)
 end
 
@@ -112,6 +114,6 @@ function _to_c(trainer::TrainerConfig)
     return _with(raw; calibration_percentile = trainer.calibration.percentile,
                  calibration_margin = trainer.calibration.margin,
                  calibration_max_value = trainer.calibration.max_value,
-                 micro_batch_tokens = trainer.micro_batch_tokens,
+                 micro_batch_tokens = trainer.micro_batch_tokens, minibatches = trainer.minibatches,
                  recalibrate_after_step = trainer.recalibrate_after_step, seed = trainer.seed)
 end

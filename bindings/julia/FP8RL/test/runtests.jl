@@ -402,6 +402,15 @@ end
                 @test train_step!(trainer, prompts, [c.tokens for c in rollout]; rewards = [1, 0, 1, 0],
                                   logp_gen = reduce(vcat, logp)).step == 4
             end
+            # a PPO iteration of two mini-batch steps on the same rollout
+            Trainer(policy; minibatches = 2) do iterating
+                iteration = train_iteration!(iterating, rollout; rewards = [1.0, 0.0, 0.5, 0.0])
+                @test iteration.minibatches == 2 && length(iteration.minibatch_metrics) == 2
+                @test [m.step for m in iteration.minibatch_metrics] == [1, 2]
+                @test iteration.minibatch_metrics[1].ratio_min == iteration.minibatch_metrics[1].ratio_max == 1.0
+                @test_throws FP8RLError train_iteration!(iterating, rollout; rewards = [1.0, 0.0, 0.5, 0.0],
+                                                         logp_old = fill(NaN32, 16))
+            end
             mktempdir() do dir
                 path = joinpath(dir, "state.safetensors")
                 save_state(trainer, path)
