@@ -84,6 +84,19 @@ def case_resume(tmp):
     check(state(whole) == state(split), "the final states are byte for byte equal")
 
 
+def case_minibatches(tmp):
+    out = os.path.join(tmp, "ppo")
+    run(["train"] + TINY + ["--sft-steps", "4", "--steps", "4", "--minibatches", "4", "--lr", "3e-3", "--out", out])
+    records = [r for r in read_metrics(os.path.join(out, "metrics.jsonl")) if r["phase"] == "grpo"]
+    check(len(records) == 4, f"one line per GRPO iteration: {len(records)}")
+    # From the second mini-batch on the policy moves away from the rollout's (where there was a gradient, or
+    # Adam's momentum from an earlier one).
+    check(any(r["old_policy_kl"] > 0 and r["ratio_max"] > 1 for r in records), f"the policy moves: {records}")
+    check(all(r["old_policy_kl"] >= 0 for r in records), f"a KL is never negative: {records}")
+    p = run(["train"] + TINY + ["--minibatches", "4000"], expect=2)
+    check("--minibatches must be at most" in p.stderr, p.stderr)
+
+
 def case_errors(tmp):
     p = run(["train", "--no-such-flag"], expect=2)
     check("unknown option '--no-such-flag'" in p.stderr and "usage: fp8rl train" in p.stderr, p.stderr)
@@ -151,7 +164,7 @@ def main():
         sys.exit(__doc__)
     FP8RL = os.path.abspath(sys.argv[1])
     cases = {"train": case_train, "resume": case_resume, "errors": case_errors, "commands": case_commands,
-             "compare": case_compare}
+             "compare": case_compare, "minibatches": case_minibatches}
     names = list(cases) if sys.argv[2] == "all" else [sys.argv[2]]
     for name in names:
         with tempfile.TemporaryDirectory(prefix="fp8rl_cli_") as tmp:

@@ -23,6 +23,7 @@ void declare_train(ArgParser& p) {
   p.option("is-cap", "2", "importance-weight cap (upper bound)");
   p.option("group-size", std::to_string(d.group_size), "completions per prompt");
   p.option("prompts-per-step", std::to_string(d.prompts_per_step), "prompts per GRPO step");
+  p.option("minibatches", std::to_string(d.minibatches), "optimizer steps per GRPO step (PPO mini-batches)");
   p.option("lr", "2e-4", "GRPO learning rate");
   p.option("normalize-std", d.normalize_by_std ? "1" : "0", "divide group advantages by their std (0|1)");
   p.option("sft-steps", std::to_string(d.sft_steps), "supervised warm-start steps");
@@ -54,6 +55,7 @@ TrainConfig train_config_from(const ArgParser& p) {
   c.is_cap = p.real("is-cap", 1e-6, 1e6);
   c.group_size = static_cast<int>(p.integer("group-size", 2, 1024));
   c.prompts_per_step = static_cast<int>(p.integer("prompts-per-step", 1, 4096));
+  c.minibatches = static_cast<int>(p.integer("minibatches", 1, 4096));
   c.lr = p.real("lr", 0, 10);
   c.normalize_by_std = p.integer("normalize-std", 0, 1) != 0;
   c.sft_steps = p.integer("sft-steps", 0, 1000000);

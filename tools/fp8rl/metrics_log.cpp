@@ -14,6 +14,7 @@ std::string step_record_json(const StepRecord& r) {
   o.add("reward_mean", r.reward_mean);
   if (r.has_val()) o.add("val_acc", r.val_acc);
   o.add("grad_norm", r.grad_norm).add("clip_fraction", r.clip_fraction).add("entropy", r.entropy);
+  o.add("ratio_max", r.ratio_max).add("old_policy_kl", r.old_policy_kl);
   o.add("token_mult_prob_error", r.token_mult_prob_error).add("gen_kl_error", r.gen_kl_error);
   o.add("is_weight_mean", r.is_weight_mean).add("tokens_per_second", r.tokens_per_second);
   o.add("generation_seconds", r.generation_seconds).add("recompute_seconds", r.recompute_seconds);
@@ -43,6 +44,8 @@ StepRecord step_record_from_json(const std::string& line) {
   r.val_acc = number(f, "val_acc", NAN);
   r.grad_norm = number(f, "grad_norm", NAN);
   r.clip_fraction = number(f, "clip_fraction", NAN);
+  r.ratio_max = number(f, "ratio_max", NAN);
+  r.old_policy_kl = number(f, "old_policy_kl", NAN);
   r.entropy = number(f, "entropy", NAN);
   r.token_mult_prob_error = number(f, "token_mult_prob_error", NAN);
   r.gen_kl_error = number(f, "gen_kl_error", NAN);

@@ -31,6 +31,7 @@ struct TrainConfig {
   std::string importance = "truncated";  // off | plain | truncated | masked | sequence-masked
   double is_cap = 2.0;
   int group_size = 8;
+  int minibatches = 1;  // optimizer steps per GRPO step (PPO mini-batches of its rollouts)
   int prompts_per_step = 32;  // large batches: Adam turns sparse-reward noise into full-size steps
   double lr = 2e-4;           // 5e-4 and above collapse the tiny policy (measured)
   bool normalize_by_std = true;
@@ -51,7 +52,7 @@ struct TrainConfig {
   double temperature = 1.0;
 };
 
-// One optimizer step, as metrics.jsonl records it.
+// One SFT step or GRPO iteration (--minibatches optimizer steps), as metrics.jsonl records it.
 struct StepRecord {
   std::string phase;  // "sft" | "grpo"
   int64_t step = 0;   // 1-based within its phase
@@ -59,6 +60,7 @@ struct StepRecord {
   double token_mult_prob_error = 1, gen_kl_error = 0, is_weight_mean = 1, tokens_per_second = 0;
   double generation_seconds = 0, recompute_seconds = 0, train_seconds = 0, recalibration_seconds = 0;
   double recalibration_fraction = 0, step_seconds = 0;
+  double ratio_max = 1, old_policy_kl = 0;  // how far the mini-batch steps moved from the rollout policy
   bool skipped = false;
   bool has_val() const { return !std::isnan(val_acc); }
 };

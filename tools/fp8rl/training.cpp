@@ -119,6 +119,7 @@ fp8rl_trainer_options grpo_options(const Run& run) {
   o.importance_mode = importance_mode(c.importance);
   o.importance_high = c.is_cap;
   o.temperature = static_cast<float>(c.temperature);
+  o.minibatches = c.minibatches;
   return o;
 }
 
@@ -130,6 +131,8 @@ StepRecord to_record(const char* phase, int64_t step, const fp8rl_train_metrics&
   r.reward_mean = m.reward_mean;
   r.grad_norm = m.grad_norm;
   r.clip_fraction = m.clip_fraction;
+  r.ratio_max = m.ratio_max;
+  r.old_policy_kl = m.old_policy_kl;
   r.entropy = m.entropy;
   if (m.has_mismatch) {
     r.token_mult_prob_error = m.token_mult_prob_error;
@@ -151,6 +154,15 @@ fp8rl_train_metrics train_step(fp8rl_trainer* trainer, const BatchData& data) {
   metrics.struct_size = sizeof(metrics);
   const fp8rl_train_batch batch = data.view();
   check(fp8rl_trainer_step(trainer, &batch, &metrics), "fp8rl_trainer_step");
+  return metrics;
+}
+
+// One GRPO iteration: options.minibatches optimizer steps on the rollouts.
+fp8rl_train_metrics train_iteration(fp8rl_trainer* trainer, const BatchData& data) {
+  fp8rl_train_metrics metrics;
+  metrics.struct_size = sizeof(metrics);
+  const fp8rl_train_batch batch = data.view();
+  check(fp8rl_trainer_iterate(trainer, &batch, &metrics, nullptr, 0), "fp8rl_trainer_iterate");
   return metrics;
 }
 
@@ -176,7 +188,7 @@ StepRecord grpo_step(const Run& run, fp8rl_trainer* trainer, int64_t step) {
   const fp8rl_sampling_options sampling = task_sampling(static_cast<float>(c.temperature), run.max_new_tokens, &eos);
   const Generated generated = generate(run.sampler(), prompts, seeds, sampling);
   StepRecord record =
-      to_record("grpo", step, train_step(trainer, grpo_batch(run.tokenizer, problems, c.group_size, generated)));
+      to_record("grpo", step, train_iteration(trainer, grpo_batch(run.tokenizer, problems, c.group_size, generated)));
   sync_generator(run);
   record.step_seconds = seconds_since(start);
   return record;
@@ -212,6 +224,9 @@ void save_checkpoint(const Run& run, fp8rl_trainer* trainer, int64_t grpo_step, 
 void validate_config(const TrainConfig& c) {
   if (c.out_dir.empty() && c.resume) throw UsageError("--resume needs --out");
   if (c.group_size < 2) throw UsageError("--group-size must be at least 2 (GRPO compares completions)");
+  if (c.minibatches > c.prompts_per_step * c.group_size)
+    throw UsageError("--minibatches must be at most the completions per step (" +
+                     std::to_string(c.prompts_per_step * c.group_size) + ")");
 }
 
 void run_sft(const Run& run, RunResult& result, MetricsLog& log) {
