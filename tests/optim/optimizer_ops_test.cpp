@@ -5,6 +5,7 @@
 //                     reduction_order.h bit for bit, and bitwise across thread counts
 //   first_non_finite  NaN / Inf at chosen indices, a scale that overflows
 //   row_abs_max       against the plain std::max / std::fabs loop, with NaN, -0, Inf
+//   clip_for_norm     of sqrt(sum_of_squares) over a flat arena: clip_grad_norm's decision
 // and the refusals (null pointers, negative counts) with their messages.
 #include <doctest/doctest.h>
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "core/train/adamw.h"
+#include "core/train/grad_clip.h"
 #include "kernels/cpu/cpu_backend.h"
 
 namespace {
@@ -231,6 +233,33 @@ TEST_CASE("sum_of_squares: -0, subnormals and the extremes of float are exact te
   CHECK(cpu(3).sum_of_squares(y.data(), static_cast<int64_t>(y.size())) == std::numeric_limits<double>::infinity());
   y[7] = kNan;
   CHECK(std::isnan(cpu(3).sum_of_squares(y.data(), static_cast<int64_t>(y.size()))));
+}
+
+TEST_CASE("clip_for_norm: the square root of sum_of_squares over a flat arena clips as clip_grad_norm does") {
+  // Three tensors in one arena, as the trainer will keep them.
+  const std::vector<int64_t> sizes = {5000, 17, 30000};
+  const std::vector<float> arena = random_values(35017, 8, 2);
+  std::vector<float> params(arena.size(), 0.0f);
+  std::vector<ParamSlot> slots;
+  for (int64_t offset = 0, k = 0; k < 3; offset += sizes[static_cast<size_t>(k)], ++k)
+    slots.push_back(
+        {params.data() + offset, arena.data() + offset, static_cast<size_t>(sizes[static_cast<size_t>(k)])});
+  const double norm = std::sqrt(cpu(3).sum_of_squares(arena.data(), static_cast<int64_t>(arena.size())));
+  for (const double max_norm : {1.0, 1e6}) {
+    const train::GradClipResult host = train::clip_grad_norm(slots, max_norm);
+    const train::GradClipResult flat = train::clip_for_norm(norm, max_norm);
+    // Only the summation order differs; global_grad_norm adds its 35017 terms one after the
+    // other, so its sum is within n * 2^-53 (4e-12) relative, and the norm within half that.
+    CHECK(std::fabs(flat.norm - host.norm) <= 4e-12 * host.norm);
+    CHECK(flat.clipped == host.clipped);
+    CHECK(flat.finite);
+    const train::GradClipResult same = train::clip_for_norm(host.norm, max_norm);
+    CHECK(same.scale == host.scale);
+    CHECK(same.clipped == host.clipped);
+  }
+  CHECK_FALSE(train::clip_for_norm(std::numeric_limits<double>::infinity(), 1.0).finite);
+  CHECK(train::clip_for_norm(std::nan(""), 1.0).scale == 1.0f);
+  CHECK(thrown_message([] { train::clip_for_norm(1.0, 0.0); }).find("max_norm") != std::string::npos);
 }
 
 // ---------------------------------------------------------------------------
