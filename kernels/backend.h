@@ -175,7 +175,8 @@ class Backend {
   virtual double sum_of_squares(const float* x, int64_t count) = 0;
   // The smallest i with !isfinite(apply_grad_scale(x[i], scale)) (the product
   // x[i] * scale only when scale != 1, so a large finite value that overflows
-  // is reported), or -1 when every element is finite. x [count].
+  // is reported; scaled_grad_is_finite in adamw_math.h, AdamW::step's test),
+  // or -1 when every element is finite. x [count].
   // Synchronizes; returns the index.
   virtual int64_t first_non_finite(const float* x, int64_t count, float scale) = 0;
   // out[r] = max over c of |x[r, c]|, with NaN entries ignored and +Inf kept:

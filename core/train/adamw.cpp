@@ -64,7 +64,7 @@ AdamWStepResult AdamW::step(const std::vector<ParamSlot>& slots, double lr, floa
   for (size_t k = 0; k < slots.size(); ++k) {
     const ParamSlot& s = slots[k];
     for (size_t i = 0; i < s.size; ++i) {
-      if (!std::isfinite(apply_grad_scale(s.grad[i], grad_scale))) {
+      if (!scaled_grad_is_finite(s.grad[i], grad_scale)) {
         result.skipped = true;
         result.bad_slot = k;
         result.bad_index = i;

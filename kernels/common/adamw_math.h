@@ -63,10 +63,15 @@ inline AdamWScalars adamw_scalars(const AdamWHyperparameters& h, double lr, int6
 }
 
 // The gradient AdamW sees: grad * grad_scale, or grad itself (bit for bit)
-// when the scale is 1. Also the value Backend::first_non_finite tests, so the
-// non-finite check and the update agree on every element.
+// when the scale is 1.
 FP8RL_HD float apply_grad_scale(float grad, float grad_scale) {
   return grad_scale != 1.0f ? mul_rn(grad, grad_scale) : grad;
+}
+
+// Whether that gradient is finite: AdamW::step skips a step on the first that
+// is not, which Backend::first_non_finite finds.
+FP8RL_HD bool scaled_grad_is_finite(float grad, float grad_scale) {
+  return is_finite_bits(float_bits(apply_grad_scale(grad, grad_scale)));
 }
 
 FP8RL_HD void adamw_update_element(float& param, float& exp_avg, float& exp_avg_sq, float grad, const AdamWScalars& s) {

@@ -23,7 +23,7 @@ FP8RL_ISA_CLONES void square_sum_chunks(const float* x, int64_t count, double* p
 
 int64_t first_non_finite_span(const float* x, float scale, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i)
-    if (!is_finite_bits(float_bits(apply_grad_scale(x[i], scale)))) return i;
+    if (!scaled_grad_is_finite(x[i], scale)) return i;
   return -1;
 }
 

@@ -101,8 +101,7 @@ struct NonFiniteLeaf {
   float scale;
   __device__ unsigned long long operator()(int64_t first, int64_t len, int lane) const {
     for (int64_t i = lane; i < len; i += kThreads)
-      if (!is_finite_bits(float_bits(apply_grad_scale(x[first + i], scale))))
-        return static_cast<unsigned long long>(first + i);
+      if (!scaled_grad_is_finite(x[first + i], scale)) return static_cast<unsigned long long>(first + i);
     return kNoIndex;
   }
 };
