@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "common/adamw_math.h"
 #include "common/block_scale.h"
 #include "common/quant_layout.h"
 #include "error.h"
@@ -152,6 +153,36 @@ class Backend {
   // logits are refused with Status::non_finite, as by token_logprobs().
   virtual void log_softmax_backward(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
                                     const int32_t* targets, const float* coef, float* dlogits, float* entropy) = 0;
+
+  // Optimizer and calibration operations, over flat FP32 arrays (the
+  // trainer's arena of master weights, gradients and moments). A count or row
+  // count of 0 is a no-op whose pointers are not looked at; negative counts
+  // and null pointers are refused (invalid_argument).
+
+  // One AdamW step over count elements: adamw_update_element
+  // (kernels/common/adamw_math.h) on each i, which is bitwise AdamW::step
+  // (core/train/adamw.h) with the same scalars (adamw_scalars). params,
+  // exp_avg, exp_avg_sq [count] are updated in place, grads [count] is read;
+  // the four must not overlap. Non-finite gradients are not checked here
+  // (first_non_finite does that before the step); the scalars must be finite.
+  virtual void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, int64_t count,
+                            const AdamWScalars& scalars) = 0;
+  // The sum over i of double(x[i]) * double(x[i]), x [count], in the fixed
+  // order of kernels/common/reduction_order.h: the bits depend only on x and
+  // count, never on the thread count, the grid size or the device (the
+  // global gradient norm is its square root). NaN when any x[i] is NaN, +Inf
+  // when any is infinite. Synchronizes; returns the value (+0 for count 0).
+  virtual double sum_of_squares(const float* x, int64_t count) = 0;
+  // The smallest i with !isfinite(apply_grad_scale(x[i], scale)) (the product
+  // x[i] * scale only when scale != 1, so a large finite value that overflows
+  // is reported; scaled_grad_is_finite in adamw_math.h, AdamW::step's test),
+  // or -1 when every element is finite. x [count].
+  // Synchronizes; returns the index.
+  virtual int64_t first_non_finite(const float* x, int64_t count, float scale) = 0;
+  // out[r] = max over c of |x[r, c]|, with NaN entries ignored and +Inf kept:
+  // exactly std::max(amax, std::fabs(v)) from amax = +0 in column order
+  // (kernels/common/abs_max_math.h). x [rows, cols] row-major (cols > 0), out [rows].
+  virtual void row_abs_max(const float* x, int64_t rows, int64_t cols, float* out) = 0;
 };
 
 }  // namespace fp8rl

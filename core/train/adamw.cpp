@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/common/adamw_math.h"
 #include "kernels/error.h"
 
 namespace fp8rl::train {
@@ -60,12 +61,10 @@ AdamWStepResult AdamW::step(const std::vector<ParamSlot>& slots, double lr, floa
 
   AdamWStepResult result;
   result.lr = lr;
-  const bool scaled = grad_scale != 1.0f;
   for (size_t k = 0; k < slots.size(); ++k) {
     const ParamSlot& s = slots[k];
     for (size_t i = 0; i < s.size; ++i) {
-      const float g = scaled ? s.grad[i] * grad_scale : s.grad[i];
-      if (!std::isfinite(g)) {
+      if (!scaled_grad_is_finite(s.grad[i], grad_scale)) {
         result.skipped = true;
         result.bad_slot = k;
         result.bad_index = i;
@@ -77,34 +76,13 @@ AdamWStepResult AdamW::step(const std::vector<ParamSlot>& slots, double lr, floa
 
   ++step_;
   result.step_count = step_;
-  // Scalars as PyTorch's _single_tensor_adamw computes them: Python floats
-  // (double), rounded to float when they meet a float tensor.
-  const double t = static_cast<double>(step_);
-  const double bias_correction1 = 1.0 - std::pow(options_.beta1, t);
-  const double bias_correction2 = 1.0 - std::pow(options_.beta2, t);
-  const float neg_step_size = static_cast<float>(-(lr / bias_correction1));
-  const float bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  const float decay_mul = static_cast<float>(1.0 - lr * options_.weight_decay);
-  const float beta1 = static_cast<float>(options_.beta1);
-  const float one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);
-  const float beta2 = static_cast<float>(options_.beta2);
-  const float one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
-  const float eps = static_cast<float>(options_.eps);
-
+  const AdamWHyperparameters hyper{options_.beta1, options_.beta2, options_.eps, options_.weight_decay};
   for (size_t k = 0; k < slots.size(); ++k) {
     const ParamSlot& s = slots[k];
+    const AdamWScalars scalars = adamw_scalars(hyper, lr, step_, grad_scale, s.decay);
     float* m = m_[k].data();
     float* v = v_[k].data();
-    const bool decay = s.decay && options_.weight_decay != 0.0;
-    for (size_t i = 0; i < s.size; ++i) {
-      const float g = scaled ? s.grad[i] * grad_scale : s.grad[i];
-      float p = s.param[i];
-      if (decay) p = p * decay_mul;
-      m[i] = std::fma(one_minus_beta1, g, m[i] * beta1);
-      v[i] = std::fma(one_minus_beta2 * g, g, v[i] * beta2);
-      const float denom = std::sqrt(v[i]) / bias_correction2_sqrt + eps;
-      s.param[i] = p + (neg_step_size * m[i]) / denom;
-    }
+    for (size_t i = 0; i < s.size; ++i) adamw_update_element(s.param[i], m[i], v[i], s.grad[i], scalars);
   }
   return result;
 }

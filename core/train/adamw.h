@@ -12,10 +12,13 @@
 //   denom  = sqrt(v) / float(sqrt(1 - b2^t)) + float(eps)
 //   param  = param + (float(-lr / (1 - b1^t)) * m) / denom
 // (b^t, 1 - b^t, lr/(1 - b1^t) and sqrt(1 - b2^t) in double.) The two
-// moment updates use std::fma, as PyTorch's vectorized CPU kernels (AVX2 with
-// FMA) do; every other operation is unfused (this file is built with
-// -ffp-contract=off). On PyTorch 1.13 CPU the result is then bit-identical
-// (tests/optim/adamw_torch_test.cpp measures it).
+// moment updates use an explicit FMA, as PyTorch's vectorized CPU kernels
+// (AVX2 with FMA) do; every other operation rounds once (float_rn.h). On
+// PyTorch 1.13 CPU the result is then bit-identical
+// (tests/optim/adamw_torch_test.cpp measures it). Both the scalars and the
+// element update are kernels/common/adamw_math.h's (adamw_scalars,
+// adamw_update_element), shared with Backend::adamw_update, so the CPU and
+// CUDA backends update bitwise as this class does.
 //
 // Non-finite gradients: before anything changes, every g is checked; if any
 // is NaN or infinite the step is skipped (parameters, m, v and the step count

@@ -19,11 +19,24 @@ double global_grad_norm(const std::vector<ParamSlot>& slots) {
   return std::sqrt(sum);
 }
 
-GradClipResult clip_grad_norm(const std::vector<ParamSlot>& slots, double max_norm) {
+namespace {
+
+void check_max_norm(double max_norm) {
   require(std::isfinite(max_norm) && max_norm > 0.0,
           "clip_grad_norm: max_norm must be finite and > 0, got " + std::to_string(max_norm));
+}
+
+}  // namespace
+
+GradClipResult clip_grad_norm(const std::vector<ParamSlot>& slots, double max_norm) {
+  check_max_norm(max_norm);  // before the slots are looked at
+  return clip_for_norm(global_grad_norm(slots), max_norm);
+}
+
+GradClipResult clip_for_norm(double norm, double max_norm) {
+  check_max_norm(max_norm);
   GradClipResult result;
-  result.norm = global_grad_norm(slots);
+  result.norm = norm;
   result.finite = std::isfinite(result.norm);
   if (!result.finite) return result;
   const double coef = max_norm / (result.norm + 1e-6);

@@ -35,6 +35,12 @@ double global_grad_norm(const std::vector<ParamSlot>& slots);
 // Throws Error(invalid_argument) when max_norm is not finite and > 0.
 GradClipResult clip_grad_norm(const std::vector<ParamSlot>& slots, double max_norm);
 
+// The same result for a norm computed elsewhere, e.g. the square root of
+// Backend::sum_of_squares over a gradient arena (whose fixed order,
+// kernels/common/reduction_order.h, differs from global_grad_norm's, so the
+// last bits of the norm may too). Throws as clip_grad_norm.
+GradClipResult clip_for_norm(double norm, double max_norm);
+
 // grad[i] *= scale for every element (for callers that keep clipped gradients).
 void scale_gradients(const std::vector<FloatSpan>& grads, float scale);
 

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "../backend_checks.h"
+#include "../common/reduction_order.h"
+#include "../optimizer_checks.h"
 #include "../transformer_backward_checks.h"
 #include "../transformer_checks.h"
 #include "aligned_memory.h"
@@ -18,6 +20,7 @@
 #include "attention_cpu.h"
 #include "backward_cpu.h"
 #include "gemm_cpu.h"
+#include "optimizer_cpu.h"
 #include "quantize_cpu.h"
 #include "sampling_cpu.h"
 #include "thread_pool.h"
@@ -274,6 +277,50 @@ class CpuBackend final : public Backend {
     rows_in_parallel(rows, vocab, [&](int64_t begin, int64_t end) {
       cpu::log_softmax_backward_rows(logits, vocab, params, targets, coef, dlogits, entropy, begin, end);
     });
+  }
+
+  void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, int64_t count,
+                    const AdamWScalars& scalars) override {
+    if (!check_adamw_update_args(params, grads, exp_avg, exp_avg_sq, count, scalars)) return;
+    rows_in_parallel(count, 1, [&](int64_t begin, int64_t end) {
+      cpu::adamw_span(params, grads, exp_avg, exp_avg_sq, scalars, begin, end);
+    });
+  }
+
+  double sum_of_squares(const float* x, int64_t count) override {
+    if (!check_sum_of_squares_args(x, count)) return 0.0;
+    const int64_t chunks = ceil_div(count, kSquareSumChunk);
+    int64_t padded = 1;  // the chunk sums padded with +0 to a power of two, for pairwise_tree
+    while (padded < chunks) padded *= 2;
+    std::vector<double> partials(static_cast<size_t>(padded), 0.0);
+    double* partials_data = partials.data();
+    // Each chunk sum is computed whole by one thread, so the split changes no bit.
+    rows_in_parallel(chunks, kSquareSumChunk,
+                     [&](int64_t begin, int64_t end) { cpu::square_sum_chunks(x, count, partials_data, begin, end); });
+    return pairwise_tree(partials_data, padded);
+  }
+
+  int64_t first_non_finite(const float* x, int64_t count, float scale) override {
+    if (!check_first_non_finite_args(x, count)) return -1;
+    if (count < kParallelElements) return cpu::first_non_finite_span(x, scale, 0, count);
+    // Each part finds the first in its range; the parts are in index order.
+    std::vector<int64_t> found(static_cast<size_t>(pool_.size()), -1);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pool_.run([&](int part) {
+        const cpu::IndexRange range = cpu::static_partition(count, pool_.size(), part);
+        if (range.begin < range.end)
+          found[static_cast<size_t>(part)] = cpu::first_non_finite_span(x, scale, range.begin, range.end);
+      });
+    }
+    for (const int64_t index : found)
+      if (index >= 0) return index;
+    return -1;
+  }
+
+  void row_abs_max(const float* x, int64_t rows, int64_t cols, float* out) override {
+    if (!check_row_abs_max_args(x, rows, cols, out)) return;
+    rows_in_parallel(rows, cols, [&](int64_t begin, int64_t end) { cpu::row_abs_max_rows(x, cols, out, begin, end); });
   }
 
  private:

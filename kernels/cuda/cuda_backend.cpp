@@ -1,10 +1,12 @@
 #include <cstdio>
 
 #include "../backend_checks.h"
+#include "../optimizer_checks.h"
 #include "../transformer_backward_checks.h"
 #include "../transformer_checks.h"
 #include "attention_kernels.h"
 #include "cuda_backend_impl.h"
+#include "optimizer_kernels.h"
 #include "quantize_kernels.h"
 #include "sampling_kernels.h"
 #include "transformer_kernels.h"
@@ -275,6 +277,38 @@ void CudaBackend::log_softmax_backward(const float* logits, int64_t rows, int64_
   if (!check_log_softmax_backward_args(logits, rows, vocab, params, targets, coef, dlogits, entropy)) return;
   activate();
   launch_log_softmax_backward(logits, rows, vocab, params, targets, coef, dlogits, entropy, stream());
+}
+
+void CudaBackend::adamw_update(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, int64_t count,
+                               const AdamWScalars& scalars) {
+  if (!check_adamw_update_args(params, grads, exp_avg, exp_avg_sq, count, scalars)) return;
+  activate();
+  launch_adamw_update(params, grads, exp_avg, exp_avg_sq, count, scalars, stream());
+}
+
+double CudaBackend::sum_of_squares(const float* x, int64_t count) {
+  if (!check_sum_of_squares_args(x, count)) return 0.0;
+  activate();
+  const double* total = launch_sum_of_squares(x, count, workspace_.reserve(reduction_workspace_bytes(count)), stream());
+  double result = 0.0;
+  download(&result, total, sizeof result);
+  return result;
+}
+
+int64_t CudaBackend::first_non_finite(const float* x, int64_t count, float scale) {
+  if (!check_first_non_finite_args(x, count)) return -1;
+  activate();
+  const int64_t* found =
+      launch_first_non_finite(x, count, scale, workspace_.reserve(reduction_workspace_bytes(count)), stream());
+  int64_t result = -1;
+  download(&result, found, sizeof result);
+  return result;
+}
+
+void CudaBackend::row_abs_max(const float* x, int64_t rows, int64_t cols, float* out) {
+  if (!check_row_abs_max_args(x, rows, cols, out)) return;
+  activate();
+  launch_row_abs_max(x, rows, cols, out, stream());
 }
 
 }  // namespace cuda

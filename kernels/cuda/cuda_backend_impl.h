@@ -87,6 +87,14 @@ class CudaBackend final : public Backend {
   void log_softmax_backward(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params,
                             const int32_t* targets, const float* coef, float* dlogits, float* entropy) override;
 
+  // Optimizer and calibration operations (optimizer_kernels.h): bit-identical
+  // to the CPU backend's. sum_of_squares and first_non_finite wait for their result.
+  void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, int64_t count,
+                    const AdamWScalars& scalars) override;
+  double sum_of_squares(const float* x, int64_t count) override;
+  int64_t first_non_finite(const float* x, int64_t count, float scale) override;
+  void row_abs_max(const float* x, int64_t rows, int64_t cols, float* out) override;
+
   cudaStream_t stream() const noexcept { return stream_.get(); }
   // The cuBLASLt algorithm of the last GEMM, e.g. "id=66 tile=20 stages=8 splitk=1 cluster=2".
   std::string last_gemm_algorithm() const { return lt_->last_algorithm(); }
@@ -101,7 +109,8 @@ class CudaBackend final : public Backend {
   // Destroyed in reverse order: the FP8 GEMM (it uses the cuBLASLt wrapper),
   // the wrapper, then the stream.
   StreamHandle stream_;
-  // Scratch of the kernels that need it (attention scores, sampling orders):
+  // Scratch of the kernels that need it (attention scores, sampling orders,
+  // reduction partials):
   // grow-only and used in stream order, so no operation allocates once warm.
   DeviceBuffer workspace_;
   std::unique_ptr<LtGemm> lt_;

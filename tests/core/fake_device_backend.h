@@ -160,6 +160,24 @@ class FakeDeviceBackend final : public Backend {
     cpu_->log_softmax_backward(logits, rows, vocab, params, targets, coef, dlogits, entropy);
   }
 
+  void adamw_update(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, int64_t count,
+                    const AdamWScalars& scalars) override {
+    require_device({params, grads, exp_avg, exp_avg_sq});
+    cpu_->adamw_update(params, grads, exp_avg, exp_avg_sq, count, scalars);
+  }
+  double sum_of_squares(const float* x, int64_t count) override {
+    require_device({x});
+    return cpu_->sum_of_squares(x, count);
+  }
+  int64_t first_non_finite(const float* x, int64_t count, float scale) override {
+    require_device({x});
+    return cpu_->first_non_finite(x, count, scale);
+  }
+  void row_abs_max(const float* x, int64_t rows, int64_t cols, float* out) override {
+    require_device({x, out});
+    cpu_->row_abs_max(x, rows, cols, out);
+  }
+
   size_t live_allocations() const { return live_.size(); }
   bool fail_gemm = false;
   int64_t weight_quantizations = 0;  // quantize() calls in 128x128 blocks (the weights' layout)
