@@ -234,6 +234,7 @@ int main(void) {
   FIELD(fp8rl_trainer_options, calibration_margin);
   FIELD(fp8rl_trainer_options, calibration_max_value);
   FIELD(fp8rl_trainer_options, seed);
+  FIELD(fp8rl_trainer_options, minibatches);
   SIZE(fp8rl_train_batch);
   FIELD(fp8rl_train_batch, struct_size);
   FIELD(fp8rl_train_batch, tokens);
@@ -246,6 +247,7 @@ int main(void) {
   FIELD(fp8rl_train_batch, rewards);
   FIELD(fp8rl_train_batch, advantages);
   FIELD(fp8rl_train_batch, generation_seconds);
+  FIELD(fp8rl_train_batch, logp_old);
   SIZE(fp8rl_train_metrics);
   FIELD(fp8rl_train_metrics, struct_size);
   FIELD(fp8rl_train_metrics, step);
@@ -275,5 +277,9 @@ int main(void) {
   FIELD(fp8rl_train_metrics, train_seconds);
   FIELD(fp8rl_train_metrics, recalibration_seconds);
   FIELD(fp8rl_train_metrics, recalibration_fraction);
+  FIELD(fp8rl_train_metrics, ratio_min);
+  FIELD(fp8rl_train_metrics, ratio_max);
+  FIELD(fp8rl_train_metrics, old_policy_kl);
+  FIELD(fp8rl_train_metrics, minibatches);
   return 0;
 }
