@@ -241,6 +241,7 @@ FP8RL_API fp8rl_status fp8rl_trainer_memory(const fp8rl_trainer* trainer, fp8rl_
       report.master_weights = fp8rl::model::parameter_count(policy.config()) * 4;
       report.compute_weights = policy.compiled().bytes();
       const fp8rl::train::Trainer::Memory memory = impl.memory();
+      report.master_weights += memory.master_weights;  // the host copy and the arena
       report.gradients = memory.gradients;
       report.optimizer_state = memory.optimizer_state;
       report.backward_weights = memory.backward_weights;

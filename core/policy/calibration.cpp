@@ -7,17 +7,6 @@
 namespace fp8rl::policy {
 namespace {
 
-// Per-token maxima of |x| over [tokens, cols] in backend memory, appended to out.
-void append_row_maxima(Backend& backend, const float* x, int64_t tokens, int64_t cols, std::vector<float>& out) {
-  std::vector<float> host(static_cast<size_t>(tokens * cols));
-  backend.download(host.data(), x, host.size() * sizeof(float));
-  for (int64_t t = 0; t < tokens; ++t) {
-    float amax = 0.0f;
-    for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(host[static_cast<size_t>(t * cols + c)]));
-    out.push_back(amax);
-  }
-}
-
 }  // namespace
 
 void validate_calibration_options(const CalibrationOptions& options) {
@@ -51,11 +40,21 @@ AttentionStatistics::AttentionStatistics(Backend& backend, const model::ModelCon
       k_(q_.size()),
       v_(q_.size()) {}
 
+// Per-token maxima of |x| [tokens, cols] in backend memory, taken on the
+// backend: only [tokens] values come to the host for the percentile.
+void AttentionStatistics::append_row_maxima(const float* x, int64_t tokens, int64_t cols, std::vector<float>& out) {
+  maxima_.reserve_discarding(backend_, static_cast<size_t>(tokens));
+  backend_.row_abs_max(x, tokens, cols, maxima_.data());
+  const size_t first = out.size();
+  out.resize(first + static_cast<size_t>(tokens));
+  maxima_.download(out.data() + first, static_cast<size_t>(tokens));
+}
+
 ActivationObserver AttentionStatistics::observer() {
   return [this](size_t layer, int64_t tokens, const float* q, const float* k, const float* v) {
-    append_row_maxima(backend_, q, tokens, q_dim_, q_[layer]);
-    append_row_maxima(backend_, k, tokens, kv_dim_, k_[layer]);
-    append_row_maxima(backend_, v, tokens, kv_dim_, v_[layer]);
+    append_row_maxima(q, tokens, q_dim_, q_[layer]);
+    append_row_maxima(k, tokens, kv_dim_, k_[layer]);
+    append_row_maxima(v, tokens, kv_dim_, v_[layer]);
   };
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/policy/device_array.h"
 #include "core/policy/model_runner.h"
 #include "core/policy/policy.h"
 #include "core/rollout/token_sequences.h"
@@ -47,7 +48,10 @@ class AttentionStatistics {
   AttentionScales scales(const CalibrationOptions& options) const;
 
  private:
+  void append_row_maxima(const float* x, int64_t tokens, int64_t cols, std::vector<float>& out);
+
   Backend& backend_;
+  DeviceArray<float> maxima_;  // [tokens] of the last observed tensor
   int64_t q_dim_, kv_dim_;
   std::vector<std::vector<float>> q_, k_, v_;  // [layer][observed tokens]
 };

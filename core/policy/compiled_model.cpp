@@ -7,20 +7,42 @@ namespace {
 
 size_t size_of(const model::HostTensor& tensor) { return tensor.data.size(); }
 
-// Uploads through `staging` (grown as needed) and rounds into `out`.
-void refit_bf16(Backend& backend, const model::HostTensor& tensor, DeviceArray<float>& staging,
+// Where refit reads a tensor's FP32 masters: the host copy (uploaded, through
+// `staging` for the tensors that are quantized) or device masters (read in
+// place, copied on the device).
+class MasterReader {
+ public:
+  MasterReader(Backend& backend, const DeviceMasters* device, DeviceArray<float>& staging)
+      : backend_(backend), device_(device), staging_(staging) {}
+
+  // out = the tensor's masters.
+  void copy(const model::HostTensor& tensor, DeviceArray<float>& out) const {
+    if (device_ != nullptr) return device_->copy_to(tensor, out.data());
+    out.upload(tensor.data.data(), size_of(tensor));
+  }
+
+  // The tensor's masters in backend memory, valid until the next call.
+  const float* view(const model::HostTensor& tensor) const {
+    if (device_ != nullptr) return device_->view(tensor);
+    staging_.reserve_discarding(backend_, size_of(tensor));
+    staging_.upload(tensor.data.data(), size_of(tensor));
+    return staging_.data();
+  }
+
+ private:
+  Backend& backend_;
+  const DeviceMasters* device_;
+  DeviceArray<float>& staging_;
+};
+
+// Rounds the tensor's masters into `out`.
+void refit_bf16(Backend& backend, const model::HostTensor& tensor, const MasterReader& masters,
                 DeviceArray<uint16_t>& out) {
-  staging.reserve_discarding(backend, size_of(tensor));
-  staging.upload(tensor.data.data(), size_of(tensor));
-  backend.to_bf16(staging.data(), static_cast<int64_t>(size_of(tensor)), out.data());
+  backend.to_bf16(masters.view(tensor), static_cast<int64_t>(size_of(tensor)), out.data());
 }
 
 DeviceArray<float> allocate_like(Backend& backend, const model::HostTensor& tensor) {
   return DeviceArray<float>(backend, size_of(tensor));
-}
-
-void upload(const model::HostTensor& tensor, DeviceArray<float>& out) {
-  out.upload(tensor.data.data(), size_of(tensor));
 }
 
 int64_t linear_bytes(const LinearWeights& linear) {
@@ -49,16 +71,14 @@ LinearWeights allocate_linear(Backend& backend, int64_t out, int64_t in, bool ha
 
 // Requantizes (or rounds) a linear layer's compute copy in place from its FP32 master weights.
 void refit_linear(Backend& backend, const model::HostTensor& weight, const model::HostTensor& bias,
-                  ScaleFormat scale_format, DeviceArray<float>& staging, LinearWeights& linear) {
-  if (!bias.empty()) upload(bias, linear.bias);
-  if (!linear.fp8) return refit_bf16(backend, weight, staging, linear.bf16);
+                  ScaleFormat scale_format, const MasterReader& masters, LinearWeights& linear) {
+  if (!bias.empty()) masters.copy(bias, linear.bias);
+  if (!linear.fp8) return refit_bf16(backend, weight, masters, linear.bf16);
   QuantSpec spec;
   spec.layout = BlockLayout::block_128x128;
   spec.scale_format = scale_format;
-  staging.reserve_discarding(backend, size_of(weight));
-  staging.upload(weight.data.data(), size_of(weight));
-  backend.quantize(staging.data(), DType::f32, linear.out_features, linear.in_features, spec, linear.codes.data(),
-                   linear.scales.data());
+  backend.quantize(masters.view(weight), DType::f32, linear.out_features, linear.in_features, spec,
+                   linear.codes.data(), linear.scales.data());
 }
 
 }  // namespace
@@ -67,7 +87,7 @@ LinearWeights compile_linear(Backend& backend, const model::HostTensor& weight, 
                              ScaleFormat scale_format) {
   LinearWeights linear = allocate_linear(backend, weight.rows(), weight.cols(), !bias.empty(), fp8);
   DeviceArray<float> staging;
-  refit_linear(backend, weight, bias, scale_format, staging, linear);
+  refit_linear(backend, weight, bias, scale_format, MasterReader(backend, nullptr, staging), linear);
   return linear;
 }
 
@@ -121,25 +141,27 @@ CompiledModel::CompiledModel(Backend& backend, const model::ModelParams& params,
   refit(params);
 }
 
-void CompiledModel::refit(const model::ModelParams& params) {
+void CompiledModel::refit(const model::ModelParams& params, const DeviceMasters* device) {
   Backend& backend = backend_;
-  refit_bf16(backend, params.embed_tokens, staging_, embed_);
-  if (!lm_head_.empty()) refit_bf16(backend, params.lm_head, staging_, lm_head_);
-  upload(params.final_norm, final_norm_);
+  const MasterReader masters(backend, device, staging_);
+  refit_bf16(backend, params.embed_tokens, masters, embed_);
+  if (!lm_head_.empty()) refit_bf16(backend, params.lm_head, masters, lm_head_);
+  masters.copy(params.final_norm, final_norm_);
+  const model::HostTensor none;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const model::LayerParams& source = params.layers[i];
     CompiledLayer& layer = layers_[i];
-    upload(source.input_norm, layer.input_norm);
-    upload(source.post_attention_norm, layer.post_attention_norm);
-    upload(source.q_norm, layer.q_norm);
-    upload(source.k_norm, layer.k_norm);
-    refit_linear(backend, source.q_proj, source.q_bias, scale_format_, staging_, layer.q);
-    refit_linear(backend, source.k_proj, source.k_bias, scale_format_, staging_, layer.k);
-    refit_linear(backend, source.v_proj, source.v_bias, scale_format_, staging_, layer.v);
-    refit_linear(backend, source.o_proj, source.o_bias, scale_format_, staging_, layer.o);
-    refit_linear(backend, source.gate_proj, {}, scale_format_, staging_, layer.gate);
-    refit_linear(backend, source.up_proj, {}, scale_format_, staging_, layer.up);
-    refit_linear(backend, source.down_proj, {}, scale_format_, staging_, layer.down);
+    masters.copy(source.input_norm, layer.input_norm);
+    masters.copy(source.post_attention_norm, layer.post_attention_norm);
+    masters.copy(source.q_norm, layer.q_norm);
+    masters.copy(source.k_norm, layer.k_norm);
+    refit_linear(backend, source.q_proj, source.q_bias, scale_format_, masters, layer.q);
+    refit_linear(backend, source.k_proj, source.k_bias, scale_format_, masters, layer.k);
+    refit_linear(backend, source.v_proj, source.v_bias, scale_format_, masters, layer.v);
+    refit_linear(backend, source.o_proj, source.o_bias, scale_format_, masters, layer.o);
+    refit_linear(backend, source.gate_proj, none, scale_format_, masters, layer.gate);
+    refit_linear(backend, source.up_proj, none, scale_format_, masters, layer.up);
+    refit_linear(backend, source.down_proj, none, scale_format_, masters, layer.down);
   }
 }
 

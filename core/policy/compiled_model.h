@@ -10,6 +10,7 @@
 
 #include "core/model/model_params.h"
 #include "core/policy/device_array.h"
+#include "core/policy/device_masters.h"
 #include "core/policy/recipe.h"
 #include "kernels/backend.h"
 
@@ -46,8 +47,9 @@ class CompiledModel {
  public:
   CompiledModel(Backend& backend, const model::ModelParams& params, const Recipe& recipe);
   // Requantizes (and rounds) every compute copy from params, which must have
-  // the config the model was built for.
-  void refit(const model::ModelParams& params);
+  // the config the model was built for, or, given device masters, from
+  // theirs (params then only names the tensors).
+  void refit(const model::ModelParams& params, const DeviceMasters* device = nullptr);
 
   const uint16_t* embedding() const { return embed_.data(); }  // [vocab, hidden] BF16
   const uint16_t* lm_head() const { return lm_head_.empty() ? embed_.data() : lm_head_.data(); }  // [vocab, hidden]

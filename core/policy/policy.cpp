@@ -51,9 +51,38 @@ Policy::Policy(Context& context, model::ModelParams params, const Recipe& recipe
 
 Policy::~Policy() = default;
 
+const model::ModelParams& Policy::params() const {
+  sync_host();
+  return params_;
+}
+
+model::ModelParams& Policy::mutable_params() {
+  sync_host();
+  return params_;
+}
+
+void Policy::sync_host() const {
+  if (!host_stale_) return;
+  masters_->download(params_);
+  host_stale_ = false;
+}
+
+void Policy::attach_masters(DeviceMasters* masters) {
+  if (masters == masters_) return;
+  sync_host();
+  masters->upload(params_);
+  masters_ = masters;
+}
+
+void Policy::detach_masters(const DeviceMasters* masters) {
+  if (masters != masters_) return;
+  sync_host();
+  masters_ = nullptr;
+}
+
 void Policy::set_recipe(const Recipe& recipe) {
   validate_recipe(recipe);
-  auto compiled = std::make_unique<CompiledModel>(context_.backend(), params_, recipe);
+  auto compiled = std::make_unique<CompiledModel>(context_.backend(), params(), recipe);
   compiled_ = std::move(compiled);
   recipe_ = recipe;
 }
@@ -70,6 +99,8 @@ void Policy::replace_state(model::ModelParams params, const Recipe& recipe, cons
   validate_attention_scales(scales, params.config.num_layers);
   auto compiled = std::make_unique<CompiledModel>(context_.backend(), params, recipe);
   params_ = std::move(params);
+  host_stale_ = false;
+  if (masters_ != nullptr) masters_->upload(params_);
   recipe_ = recipe;
   scales_ = scales;
   compiled_ = std::move(compiled);
@@ -78,12 +109,15 @@ void Policy::replace_state(model::ModelParams params, const Recipe& recipe, cons
 void Policy::copy_weights_from(const Policy& source) {
   require(&source != this, "copy_weights_from: source and destination are the same policy");
   require_same_config(params_.config, source.params_.config);
-  params_ = source.params_;
+  params_ = source.params();
+  host_stale_ = false;
+  if (masters_ != nullptr) masters_->upload(params_);
   scales_ = source.scales_;
-  compiled_->refit(params_);
+  refit();
 }
 
 void Policy::refit() {
+  if (masters_ != nullptr) return compiled_->refit(params_, masters_);
   model::check_model_params(params_);
   compiled_->refit(params_);
 }

@@ -17,6 +17,7 @@
 
 #include "core/context.h"
 #include "core/model/model_params.h"
+#include "core/policy/device_masters.h"
 #include "core/policy/recipe.h"
 
 namespace fp8rl::policy {
@@ -48,7 +49,8 @@ class Policy {
 
   Context& context() const { return context_; }
   const model::ModelConfig& config() const { return params_.config; }
-  const model::ModelParams& params() const { return params_; }
+  // The master weights, downloaded first from attached device masters that changed.
+  const model::ModelParams& params() const;
   const Recipe& recipe() const { return recipe_; }
   const AttentionScales& attention_scales() const { return scales_; }
 
@@ -59,10 +61,21 @@ class Policy {
   // (invalid_argument otherwise, naming the layer).
   void set_attention_scales(const AttentionScales& scales);
 
-  // Training updates the master weights through this, then calls refit() to
-  // requantize the compute copies.
-  model::ModelParams& mutable_params() { return params_; }
+  // The host tensors (up to date, as params()); their addresses name the
+  // tensors for gradients and device masters.
+  model::ModelParams& mutable_params();
+  // Requantizes the compute copies from the master weights: on the device
+  // from attached device masters, else uploaded from the host copy.
   void refit();
+
+  // Device masters (a trainer's arena) take over the master weights until
+  // detached or replaced by others; the host copy is brought up to date first.
+  void attach_masters(DeviceMasters* masters);
+  // The host copy takes the masters' values back; a no-op unless attached.
+  void detach_masters(const DeviceMasters* masters);
+  const DeviceMasters* attached_masters() const { return masters_; }
+  // The attached masters changed on the device (an optimizer step).
+  void masters_updated() { host_stale_ = true; }
   // Replaces the weights (same model config), the recipe and the scales
   // together, as a checkpoint restores them; everything is validated first,
   // so on error the policy is unchanged.
@@ -76,8 +89,12 @@ class Policy {
   ModelRunner& runner() { return *runner_; }
 
  private:
+  void sync_host() const;
+
   Context& context_;
-  model::ModelParams params_;
+  mutable model::ModelParams params_;  // the host copy; behind masters_ while host_stale_
+  DeviceMasters* masters_ = nullptr;
+  mutable bool host_stale_ = false;
   Recipe recipe_;
   AttentionScales scales_;
   std::unique_ptr<CompiledModel> compiled_;

@@ -7,9 +7,10 @@
 
 #include "core/rollout/rollout.h"
 #include "core/train/grad_clip.h"
-#include "core/train/model_grads.h"
+#include "core/train/param_arena.h"
 #include "core/train/training_pass.h"
 #include "core/train/transposed_model.h"
+#include "kernels/common/adamw_math.h"
 #include "kernels/common/counter_rng.h"
 
 namespace fp8rl::train {
@@ -22,12 +23,6 @@ double seconds_since(Backend& backend, Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::vector<size_t> tensor_sizes(policy::Policy& policy) {
-  std::vector<size_t> sizes;
-  model::for_each_tensor(policy.mutable_params(), [&](const std::string&, const std::vector<int64_t>&,
-                                                      model::HostTensor& t) { sizes.push_back(t.data.size()); });
-  return sizes;
-}
 
 // Token-weighted merge of a micro-batch's loss statistics into the batch's.
 void merge_stats(LossStats& total, const LossStats& part) {
@@ -90,16 +85,6 @@ StepMetrics summarize(const std::vector<StepMetrics>& steps) {
   return total;
 }
 
-std::string tensor_name(policy::Policy& policy, size_t slot) {
-  std::string name;
-  size_t i = 0;
-  model::for_each_tensor(policy.mutable_params(),
-                         [&](const std::string& n, const std::vector<int64_t>&, model::HostTensor&) {
-                           if (i++ == slot) name = n;
-                         });
-  return name;
-}
-
 }  // namespace
 
 void validate_trainer_options(const TrainerOptions& options) {
@@ -120,21 +105,20 @@ void validate_trainer_options(const TrainerOptions& options) {
           "trainer: advantages.group_size must be >= 1, got " + std::to_string(options.advantages.group_size));
 }
 
-// The backward machinery and its buffers.
+// The parameter arena, the backward machinery and its buffers.
 struct Trainer::Engine {
   Engine(policy::Policy& policy)
-      : grads(policy.context().backend(), policy.mutable_params()),
+      : arena(policy.context().backend(), policy.mutable_params()),
         transposed(std::make_unique<TransposedModel>(policy.context().backend(), policy.compiled())),
         transposed_recipe(policy.recipe()),
         pass(policy),
         statistics(policy.context().backend(), policy.config()) {}
 
-  ModelGrads grads;
+  ParamArena arena;
   std::unique_ptr<TransposedModel> transposed;
   policy::Recipe transposed_recipe;
   TrainingPass pass;
   policy::AttentionStatistics statistics;  // of the last step's training forward
-  std::vector<std::vector<float>> host_grads;
 };
 
 // A validated batch with everything the loss reads, per completion token.
@@ -173,13 +157,18 @@ struct Trainer::Accumulated {
   double seconds = 0.0;
 };
 
-Trainer::Trainer(policy::Policy& policy, const TrainerOptions& options)
-    : policy_(policy), options_(options), optimizer_(options.optimizer, tensor_sizes(policy)) {
+Trainer::Trainer(policy::Policy& policy, const TrainerOptions& options) : policy_(policy), options_(options) {
   validate_trainer_options(options);
   engine_ = std::make_unique<Engine>(policy);
+  policy_.attach_masters(&engine_->arena);
 }
 
-Trainer::~Trainer() = default;
+// The policy keeps the trained weights: its host copy takes them back.
+Trainer::~Trainer() { policy_.detach_masters(&engine_->arena); }
+
+// Another trainer of the same policy may have taken the masters over since
+// this one's last step; then this arena takes them back, values included.
+void Trainer::attach() { policy_.attach_masters(&engine_->arena); }
 
 std::vector<float> Trainer::recompute_logprobs(const rollout::TokenSequences& sequences,
                                                const std::vector<int64_t>& prompt_lengths) {
@@ -271,8 +260,7 @@ Trainer::Accumulated Trainer::accumulate(Prepared& p, const Slice& slice) {
   Engine& e = *engine_;
   const Clock::time_point start = Clock::now();
   if (!(e.transposed_recipe == policy_.recipe())) rebuild_transposed();
-  e.grads.bind(policy_.mutable_params());
-  e.grads.zero();
+  e.arena.zero_grads();
   e.statistics.clear();
   const int64_t slice_first = p.offsets[static_cast<size_t>(slice.begin)];
   Accumulated result;
@@ -310,52 +298,69 @@ Trainer::Accumulated Trainer::accumulate(Prepared& p, const Slice& slice) {
     const LossResult part = evaluate_loss(view, options_.loss, grad_logp.data(), &scope);
     result.loss.loss += part.loss;
     merge_stats(result.loss.stats, part.stats);
-    e.pass.backward(grad_logp.data(), *e.transposed, e.grads, result.entropy.data() + (first - slice_first));
+    e.pass.backward(grad_logp.data(), *e.transposed, e.arena, result.entropy.data() + (first - slice_first));
     begin = end;
   }
-  e.grads.download(e.host_grads);
   result.seconds = seconds_since(policy_.context().backend(), start);
   return result;
 }
 
 BatchGradients Trainer::gradients(const TrainBatch& batch) {
+  attach();
   Prepared prepared = prepare(batch, 1);
   Accumulated accumulated = accumulate(prepared, Slice{0, prepared.count(), prepared.logp_old_from_forward});
   BatchGradients result;
   result.loss = accumulated.loss;
   result.logp = std::move(accumulated.logp);
-  result.grads = engine_->host_grads;
+  engine_->arena.download(engine_->arena.grads(), result.grads);
   return result;
 }
 
-// Clipping, AdamW and recalibration on the gradients accumulate() left.
+// The first non-finite gradient element, as "<tensor> at index <i>": the
+// reason of a skipped step (only then searched for).
+std::string Trainer::first_non_finite_gradient() {
+  Backend& backend = policy_.context().backend();
+  ParamArena& arena = engine_->arena;
+  for (const ArenaTensor& t : arena.layout().tensors) {
+    const int64_t bad = backend.first_non_finite(arena.grads() + t.offset, t.size, 1.0f);
+    if (bad >= 0) return t.name + " at index " + std::to_string(bad);
+  }
+  return "the gradient norm";  // unreachable: a non-finite norm has a non-finite term
+}
+
+// Clipping, AdamW and recalibration on the gradients accumulate() left in the
+// arena, all on the backend: only the norm comes back to the host.
 StepMetrics Trainer::optimizer_step(const Accumulated& a) {
   Backend& backend = policy_.context().backend();
+  ParamArena& arena = engine_->arena;
   const Clock::time_point start = Clock::now();
   StepMetrics m;
-  std::vector<ParamSlot> slots;
-  size_t slot = 0;
-  model::for_each_tensor(
-      policy_.mutable_params(), [&](const std::string&, const std::vector<int64_t>& shape, model::HostTensor& t) {
-        // Weight decay on matrices (embeddings and head included), not on norms and biases.
-        slots.push_back({t.data.data(), engine_->host_grads[slot++].data(), t.data.size(), shape.size() == 2});
-      });
+  const double norm = std::sqrt(backend.sum_of_squares(arena.grads(), arena.layout().total));
   GradClipResult clip;
   if (options_.max_grad_norm > 0.0) {
-    clip = clip_grad_norm(slots, options_.max_grad_norm);
+    clip = clip_for_norm(norm, options_.max_grad_norm);
   } else {
-    clip.norm = global_grad_norm(slots);
-    clip.finite = std::isfinite(clip.norm);
+    clip.norm = norm;
+    clip.finite = std::isfinite(norm);
   }
-  m.learning_rate = learning_rate(options_.schedule, optimizer_.step_count());
-  const AdamWStepResult update = optimizer_.step(slots, m.learning_rate, clip.scale);
+  m.learning_rate = learning_rate(options_.schedule, optimizer_steps_);
+  if (clip.finite) {
+    ++optimizer_steps_;
+    const AdamWHyperparameters h{options_.optimizer.beta1, options_.optimizer.beta2, options_.optimizer.eps,
+                                 options_.optimizer.weight_decay};
+    for (const ArenaTensor& t : arena.layout().tensors) {
+      const AdamWScalars scalars = adamw_scalars(h, m.learning_rate, optimizer_steps_, clip.scale, t.decay);
+      backend.adamw_update(arena.masters() + t.offset, arena.grads() + t.offset, arena.exp_avg() + t.offset,
+                           arena.exp_avg_sq() + t.offset, t.size, scalars);
+    }
+    policy_.masters_updated();
+  }
   m.seconds.train = a.seconds + seconds_since(backend, start);
   ++steps_;
 
-  m.skipped = update.skipped ? 1 : 0;
-  if (update.skipped) {
-    m.skip_reason = "non-finite gradient in " + tensor_name(policy_, update.bad_slot) + " at index " +
-                    std::to_string(update.bad_index);
+  m.skipped = clip.finite ? 0 : 1;
+  if (!clip.finite) {
+    m.skip_reason = "non-finite gradient in " + first_non_finite_gradient();
   } else if (options_.recalibrate_after_step) {
     m.seconds.recalibration = recalibrate();
   }
@@ -373,6 +378,7 @@ StepMetrics Trainer::optimizer_step(const Accumulated& a) {
 }
 
 IterationMetrics Trainer::run_iteration(const TrainBatch& batch, int64_t minibatches) {
+  attach();
   Prepared p = prepare(batch, minibatches);
   complete_logp_old(p);
   IterationMetrics result;
@@ -413,6 +419,7 @@ void Trainer::rebuild_transposed() {
 }
 
 double Trainer::recalibrate() {
+  attach();
   const Clock::time_point start = Clock::now();
   policy_.refit();
   engine_->transposed->refit(policy_.compiled());
@@ -422,11 +429,9 @@ double Trainer::recalibrate() {
 
 Trainer::Memory Trainer::memory() const {
   Memory m;
-  for (size_t i = 0; i < optimizer_.num_slots(); ++i) {
-    const int64_t elements = static_cast<int64_t>(optimizer_.slot_size(i));
-    m.gradients += elements * 4;
-    m.optimizer_state += elements * 8;
-  }
+  m.master_weights = engine_->arena.bytes_per_buffer();
+  m.gradients = engine_->arena.bytes_per_buffer();
+  m.optimizer_state = 2 * engine_->arena.bytes_per_buffer();
   m.backward_weights = engine_->transposed->bytes();
   return m;
 }
@@ -439,18 +444,17 @@ std::vector<uint64_t> Trainer::next_seeds(int64_t n) {
 }
 
 TrainingState Trainer::state() {
+  attach();
+  ParamArena& arena = engine_->arena;
   TrainingState s;
   s.params = policy_.params();
   s.recipe = policy_.recipe();
   s.scales = policy_.attention_scales();
-  if (optimizer_.step_count() > 0) {
-    for (size_t i = 0; i < optimizer_.num_slots(); ++i) {
-      const FloatSpan m = optimizer_.exp_avg(i), v = optimizer_.exp_avg_sq(i);
-      s.exp_avg.emplace_back(m.data, m.data + m.size);
-      s.exp_avg_sq.emplace_back(v.data, v.data + v.size);
-    }
+  if (optimizer_steps_ > 0) {
+    arena.download(arena.exp_avg(), s.exp_avg);
+    arena.download(arena.exp_avg_sq(), s.exp_avg_sq);
   }
-  s.optimizer_steps = optimizer_.step_count();
+  s.optimizer_steps = optimizer_steps_;
   s.steps = steps_;
   s.rng_seed = options_.seed;
   s.rng_counter = rng_counter_;
@@ -458,30 +462,30 @@ TrainingState Trainer::state() {
 }
 
 void Trainer::restore(const TrainingState& s) {
+  attach();
+  ParamArena& arena = engine_->arena;
+  const std::vector<ArenaTensor>& tensors = arena.layout().tensors;
   const bool has_moments = !s.exp_avg.empty() || !s.exp_avg_sq.empty();
   if (has_moments) {
-    require(s.exp_avg.size() == optimizer_.num_slots() && s.exp_avg_sq.size() == optimizer_.num_slots(),
+    require(s.exp_avg.size() == tensors.size() && s.exp_avg_sq.size() == tensors.size(),
             "training state: optimizer moments for " + std::to_string(s.exp_avg.size()) + " tensors; the model has " +
-                std::to_string(optimizer_.num_slots()));
-    for (size_t i = 0; i < optimizer_.num_slots(); ++i) {
-      require(s.exp_avg[i].size() == optimizer_.slot_size(i) && s.exp_avg_sq[i].size() == optimizer_.slot_size(i),
-              "training state: optimizer moments of tensor " + tensor_name(policy_, i) + " have the wrong size");
+                std::to_string(tensors.size()));
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const auto size = static_cast<size_t>(tensors[i].size);
+      require(s.exp_avg[i].size() == size && s.exp_avg_sq[i].size() == size,
+              "training state: optimizer moments of tensor " + tensors[i].name + " have the wrong size");
     }
   }
   require(s.optimizer_steps >= 0 && s.steps >= s.optimizer_steps,
           "training state: step counters " + std::to_string(s.steps) + " and " + std::to_string(s.optimizer_steps) +
               " are inconsistent");
-  policy_.replace_state(s.params, s.recipe, s.scales);  // validates, then replaces
-  for (size_t i = 0; i < optimizer_.num_slots(); ++i) {
-    const FloatSpan m = optimizer_.exp_avg(i), v = optimizer_.exp_avg_sq(i);
-    std::fill(m.data, m.data + m.size, 0.0f);
-    std::fill(v.data, v.data + v.size, 0.0f);
-    if (has_moments) {
-      std::copy(s.exp_avg[i].begin(), s.exp_avg[i].end(), m.data);
-      std::copy(s.exp_avg_sq[i].begin(), s.exp_avg_sq[i].end(), v.data);
-    }
+  policy_.replace_state(s.params, s.recipe, s.scales);  // validates, then replaces (the arena's masters too)
+  arena.zero_moments();
+  if (has_moments) {
+    arena.upload(arena.exp_avg(), s.exp_avg);
+    arena.upload(arena.exp_avg_sq(), s.exp_avg_sq);
   }
-  optimizer_.set_step_count(s.optimizer_steps);
+  optimizer_steps_ = s.optimizer_steps;
   steps_ = s.steps;
   options_.seed = s.rng_seed;
   rng_counter_ = s.rng_counter;

@@ -42,7 +42,7 @@
 #include "core/policy/calibration.h"
 #include "core/policy/policy.h"
 #include "core/rollout/token_sequences.h"
-#include "core/train/adamw.h"
+#include "core/train/adamw.h"  // AdamWOptions
 #include "core/train/advantages.h"
 #include "core/train/loss_options.h"
 #include "core/train/lr_schedule.h"
@@ -164,8 +164,9 @@ class Trainer {
   // forward pass, when there is one. Returns its seconds.
   double recalibrate();
 
+  // Bytes on the backend: the arena's buffers (gaps included) and the transposed weights.
   struct Memory {
-    int64_t gradients = 0, optimizer_state = 0, backward_weights = 0;
+    int64_t master_weights = 0, gradients = 0, optimizer_state = 0, backward_weights = 0;
   };
   Memory memory() const;
 
@@ -187,11 +188,13 @@ class Trainer {
   void complete_logp_old(Prepared& prepared);
   Accumulated accumulate(Prepared& prepared, const Slice& slice);
   StepMetrics optimizer_step(const Accumulated& accumulated);
+  std::string first_non_finite_gradient();
+  void attach();
   void rebuild_transposed();
 
   policy::Policy& policy_;
   TrainerOptions options_;
-  AdamW optimizer_;
+  int64_t optimizer_steps_ = 0;  // AdamW's t: steps not skipped
   int64_t steps_ = 0;
   uint64_t rng_counter_ = 0;
   struct Engine;  // the backward machinery and its buffers

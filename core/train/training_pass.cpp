@@ -48,24 +48,24 @@ std::vector<float> TrainingPass::forward(const rollout::TokenSequences& sequence
   return logp;
 }
 
-LayerGradPointers TrainingPass::layer_grads(ModelGrads& grads, size_t layer) {
+LayerGradPointers TrainingPass::layer_grads(ParamArena& grads, size_t layer) {
   const model::LayerParams& p = policy_.mutable_params().layers[layer];
   LayerGradPointers g;
-  g.input_norm = grads.of(p.input_norm);
-  g.post_attention_norm = grads.of(p.post_attention_norm);
-  g.q_norm = grads.of(p.q_norm);
-  g.k_norm = grads.of(p.k_norm);
-  g.q = {grads.of(p.q_proj), grads.of(p.q_bias)};
-  g.k = {grads.of(p.k_proj), grads.of(p.k_bias)};
-  g.v = {grads.of(p.v_proj), grads.of(p.v_bias)};
-  g.o = {grads.of(p.o_proj), grads.of(p.o_bias)};
-  g.gate = {grads.of(p.gate_proj), nullptr};
-  g.up = {grads.of(p.up_proj), nullptr};
-  g.down = {grads.of(p.down_proj), nullptr};
+  g.input_norm = grads.grad(p.input_norm);
+  g.post_attention_norm = grads.grad(p.post_attention_norm);
+  g.q_norm = grads.grad(p.q_norm);
+  g.k_norm = grads.grad(p.k_norm);
+  g.q = {grads.grad(p.q_proj), grads.grad(p.q_bias)};
+  g.k = {grads.grad(p.k_proj), grads.grad(p.k_bias)};
+  g.v = {grads.grad(p.v_proj), grads.grad(p.v_bias)};
+  g.o = {grads.grad(p.o_proj), grads.grad(p.o_bias)};
+  g.gate = {grads.grad(p.gate_proj), nullptr};
+  g.up = {grads.grad(p.up_proj), nullptr};
+  g.down = {grads.grad(p.down_proj), nullptr};
   return g;
 }
 
-void TrainingPass::backward(const float* grad_logp, const TransposedModel& transposed, ModelGrads& grads,
+void TrainingPass::backward(const float* grad_logp, const TransposedModel& transposed, ParamArena& grads,
                             float* entropy) {
   if (tokens_ == 0) return;
   Backend& backend = policy_.context().backend();
@@ -76,8 +76,8 @@ void TrainingPass::backward(const float* grad_logp, const TransposedModel& trans
   backend.zero_fill(dresidual_.data(), residual * sizeof(float));
 
   HeadGrads head;
-  head.final_norm = grads.of(params.final_norm);
-  head.head = grads.of(params.lm_head.empty() ? params.embed_tokens : params.lm_head);
+  head.final_norm = grads.grad(params.final_norm);
+  head.head = grads.grad(params.lm_head.empty() ? params.embed_tokens : params.lm_head);
   head_.backward(policy_.compiled(), transposed.head(), tape_.final_residual(), tokens_, rows_, temperature_, grad_logp,
                  dresidual_.data(), head, entropy);
   const policy::CompiledModel& model = policy_.compiled();
@@ -86,7 +86,7 @@ void TrainingPass::backward(const float* grad_logp, const TransposedModel& trans
                    *cache_, tape_.layer(layer), tokens_, layer_grads(grads, layer), dresidual_.data(), scratch_);
   }
   backend.embedding_backward(dresidual_.data(), policy_.runner().pass_indices().ids.data(), tokens_, config.vocab_size,
-                             config.hidden_size, grads.of(params.embed_tokens));
+                             config.hidden_size, grads.grad(params.embed_tokens));
 }
 
 }  // namespace fp8rl::train

@@ -2,7 +2,7 @@
 // over whole sequences (ModelRunner with a ForwardTape, so the log-probs are
 // the rollout's, bit for bit), then, given dL/dlogp of its completion tokens,
 // the backward pass through the head, every layer and the embeddings into a
-// ModelGrads.
+// ParamArena's gradients.
 //
 // Usage:
 //   TrainingPass pass(policy);
@@ -20,7 +20,7 @@
 #include "core/policy/policy.h"
 #include "core/rollout/token_sequences.h"
 #include "core/train/layer_backward.h"
-#include "core/train/model_grads.h"
+#include "core/train/param_arena.h"
 #include "core/train/token_head.h"
 #include "core/train/transposed_model.h"
 
@@ -42,10 +42,10 @@ class TrainingPass {
   // Back-propagates grad_logp (one per completion token of the last
   // forward) into grads (accumulated); entropy receives the entropy of each
   // of those tokens' distributions. Both host arrays.
-  void backward(const float* grad_logp, const TransposedModel& transposed, ModelGrads& grads, float* entropy);
+  void backward(const float* grad_logp, const TransposedModel& transposed, ParamArena& grads, float* entropy);
 
  private:
-  LayerGradPointers layer_grads(ModelGrads& grads, size_t layer);
+  LayerGradPointers layer_grads(ParamArena& grads, size_t layer);
 
   policy::Policy& policy_;
   policy::ForwardTape tape_;

@@ -3,10 +3,17 @@
 // weights, AdamW moments, attention scales and the next rollout. The record
 // in golden/two_steps.txt was written by the trainer before the training
 // iteration was rebuilt (one recompute pass, host optimizer), so any change
-// of numerics since then fails here. FP8RL_WRITE_GOLDEN=<file> writes the
-// record instead of comparing (only to be done with a reviewed reason).
+// of numerics since then fails here, with one exception: the gradient norm
+// is now summed on the backend in the fixed order of
+// kernels/common/reduction_order.h (pairwise over chunks) instead of one
+// sequential double sum, so its last bits differ (measured: about 1e-13
+// relative); it must agree to 1e-12, and the clipping scale derived from it,
+// like every weight, moment and scale, is still bitwise the record's.
+// FP8RL_WRITE_GOLDEN=<file> writes the record instead of comparing (only to
+// be done with a reviewed reason).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -138,6 +145,18 @@ std::vector<Scenario> scenarios() {
           {"qwen2_fp8_clipped", tiny_qwen2(), recipes[1].recipe, 0.05}};
 }
 
+// A line of the record and the same line now: equal, or for the gradient
+// norm (see the top of this file) within 1e-12 relative.
+bool lines_agree(const std::string& want, const std::string& got) {
+  if (want == got) return true;
+  const size_t space = want.find(' ');
+  const std::string key = want.substr(0, space);
+  if (key.size() < 10 || key.compare(key.size() - 10, 10, ".grad_norm") != 0 || got.substr(0, space + 1) != key + " ")
+    return false;
+  const double a = std::strtod(want.c_str() + space + 1, nullptr), b = std::strtod(got.c_str() + space + 1, nullptr);
+  return std::fabs(a - b) <= 1e-12 * std::fabs(a);
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream text;
@@ -148,6 +167,9 @@ std::string read_file(const std::string& path) {
 }  // namespace
 
 TEST_CASE("two steps give bitwise the record the trainer wrote before the iteration was rebuilt") {
+  CHECK_FALSE(lines_agree("a.grad_norm 0x1p+0", "a.grad_norm 0x1.00001p+0"));  // the tolerance can fail
+  CHECK(lines_agree("a.grad_norm 0x1p+0", "a.grad_norm 0x1.0000000000001p+0"));
+  CHECK_FALSE(lines_agree("a.loss 0x1p+0", "a.loss 0x1.0000000000001p+0"));
   std::string all;
   for (const Scenario& s : scenarios()) all += run_scenario(s);
   if (const char* out = std::getenv("FP8RL_WRITE_GOLDEN")) {
@@ -162,7 +184,9 @@ TEST_CASE("two steps give bitwise the record the trainer wrote before the iterat
   int64_t lines = 0;
   while (std::getline(expected, want)) {
     REQUIRE(std::getline(actual, got));
-    CHECK(got == want);
+    CAPTURE(want);
+    CAPTURE(got);
+    CHECK(lines_agree(want, got));
     ++lines;
   }
   CHECK_FALSE(std::getline(actual, got));

@@ -129,7 +129,8 @@ TEST_CASE("the host's logp_old is used as given") {
     ratio_sum += r;
     ratio_max = std::max(ratio_max, r);
   }
-  CHECK(it.minibatches[0].loss_stats.ratio_mean == doctest::Approx(ratio_sum / first_tokens).epsilon(1e-12));
+  CHECK(it.minibatches[0].loss_stats.ratio_mean ==
+        doctest::Approx(ratio_sum / static_cast<double>(first_tokens)).epsilon(1e-12));
   CHECK(it.minibatches[0].loss_stats.ratio_max == doctest::Approx(ratio_max).epsilon(1e-12));
   CHECK(it.total.mismatch.token_mult_prob_error > 1.0);  // measured against the host's logp_old
 }

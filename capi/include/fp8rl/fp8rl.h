@@ -708,10 +708,11 @@ FP8RL_API fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, 
 /** Bytes a policy (and its trainer) hold, by component. */
 typedef struct fp8rl_memory_report {
   uint32_t struct_size;     /**< Set by the caller to sizeof(fp8rl_memory_report). */
-  int64_t master_weights;   /**< FP32 master weights (host). */
+  int64_t master_weights;   /**< FP32 master weights: the host copy, and for a trainer also its arena on the
+                                 backend (the copy training updates). */
   int64_t compute_weights;  /**< The recipe's compute copies on the backend (BF16 / E4M3 codes and scales). */
   int64_t gradients;        /**< Trainer: FP32 gradients on the backend (0 for a policy). */
-  int64_t optimizer_state;  /**< Trainer: AdamW moments (host) (0 for a policy). */
+  int64_t optimizer_state;  /**< Trainer: AdamW's two FP32 moments on the backend (0 for a policy). */
   int64_t backward_weights; /**< Trainer: the transposed compute copies its backward pass reads (0 for a policy). */
 } fp8rl_memory_report;
 

@@ -1,0 +1,131 @@
+#include "core/train/param_arena.h"
+
+#include <string>
+
+#include "kernels/common/quant_layout.h"
+
+namespace fp8rl::train {
+namespace {
+
+int64_t aligned(int64_t offset) { return (offset + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
+
+model::ModelParams& mutable_view(const model::ModelParams& params) {
+  return const_cast<model::ModelParams&>(params);  // for_each_tensor only reads here
+}
+
+}  // namespace
+
+ArenaLayout::ArenaLayout(model::ModelParams& params) {
+  model::for_each_tensor(params, [&](const std::string& name, const std::vector<int64_t>& shape,
+                                     model::HostTensor& tensor) {
+    ArenaTensor t;
+    t.name = name;
+    t.shape = shape;
+    t.offset = aligned(total);
+    t.size = static_cast<int64_t>(tensor.data.size());
+    t.decay = shape.size() == 2;
+    total = t.offset + t.size;
+    tensors.push_back(std::move(t));
+  });
+  total = aligned(total);
+}
+
+std::vector<int64_t> ArenaLayout::shard_points() const {
+  std::vector<int64_t> points;
+  for (const ArenaTensor& t : tensors) {
+    if (t.size == 0) continue;
+    const int64_t band = t.shape.size() == 2 ? kQuantBlock * t.shape[1] : t.size;
+    for (int64_t start = 0; start < t.size; start += band) points.push_back(t.offset + start);
+  }
+  if (points.empty() || points.front() != 0) points.insert(points.begin(), 0);
+  return points;
+}
+
+ParamArena::ParamArena(Backend& backend, model::ModelParams& params)
+    : backend_(backend),
+      layout_(params),
+      masters_(backend, static_cast<size_t>(layout_.total)),
+      grads_(backend, static_cast<size_t>(layout_.total)),
+      exp_avg_(backend, static_cast<size_t>(layout_.total)),
+      exp_avg_sq_(backend, static_cast<size_t>(layout_.total)) {
+  backend_.zero_fill(masters_.data(), static_cast<size_t>(bytes_per_buffer()));
+  zero_grads();
+  zero_moments();
+  upload(params);
+}
+
+void ParamArena::bind(const model::ModelParams& params) {
+  index_of_.clear();
+  size_t index = 0;
+  model::for_each_tensor(mutable_view(params), [&](const std::string& name, const std::vector<int64_t>&,
+                                                   model::HostTensor& tensor) {
+    require(index < layout_.tensors.size() && layout_.tensors[index].size == static_cast<int64_t>(tensor.data.size()),
+            "parameter arena: tensor " + name + " does not match the model the arena was made for");
+    index_of_[&tensor] = index++;
+  });
+  require(index == layout_.tensors.size(), "parameter arena: the model has fewer tensors than the arena");
+}
+
+int64_t ParamArena::offset_of(const model::HostTensor& tensor) const {
+  const auto it = index_of_.find(&tensor);
+  if (it == index_of_.end()) fail(Status::internal, "parameter arena: a tensor outside the bound parameters");
+  return layout_.tensors[it->second].offset;
+}
+
+float* ParamArena::grad(const model::HostTensor& tensor) {
+  return tensor.empty() ? nullptr : grads_.data() + offset_of(tensor);
+}
+
+void ParamArena::zero_grads() { backend_.zero_fill(grads_.data(), static_cast<size_t>(bytes_per_buffer())); }
+
+void ParamArena::zero_moments() {
+  backend_.zero_fill(exp_avg_.data(), static_cast<size_t>(bytes_per_buffer()));
+  backend_.zero_fill(exp_avg_sq_.data(), static_cast<size_t>(bytes_per_buffer()));
+}
+
+void ParamArena::download(const float* buffer, std::vector<std::vector<float>>& host) const {
+  host.resize(layout_.tensors.size());
+  for (size_t i = 0; i < layout_.tensors.size(); ++i) {
+    const ArenaTensor& t = layout_.tensors[i];
+    host[i].resize(static_cast<size_t>(t.size));
+    backend_.download(host[i].data(), buffer + t.offset, host[i].size() * sizeof(float));
+  }
+}
+
+void ParamArena::upload(float* buffer, const std::vector<std::vector<float>>& host) {
+  require(host.size() == layout_.tensors.size(), "parameter arena: " + std::to_string(host.size()) +
+                                                     " tensors for an arena of " +
+                                                     std::to_string(layout_.tensors.size()));
+  for (size_t i = 0; i < host.size(); ++i) {
+    const ArenaTensor& t = layout_.tensors[i];
+    require(static_cast<int64_t>(host[i].size()) == t.size, "parameter arena: " + t.name + " has the wrong size");
+    backend_.upload(buffer + t.offset, host[i].data(), host[i].size() * sizeof(float));
+  }
+}
+
+void ParamArena::download(model::ModelParams& params) const {
+  size_t index = 0;
+  model::for_each_tensor(params, [&](const std::string&, const std::vector<int64_t>&, model::HostTensor& tensor) {
+    const ArenaTensor& t = layout_.tensors[index++];
+    backend_.download(tensor.data.data(), masters_.data() + t.offset, tensor.data.size() * sizeof(float));
+  });
+}
+
+void ParamArena::upload(const model::ModelParams& params) {
+  bind(params);
+  for (const auto& [tensor, index] : index_of_) {
+    const ArenaTensor& t = layout_.tensors[index];
+    backend_.upload(masters_.data() + t.offset, tensor->data.data(), tensor->data.size() * sizeof(float));
+  }
+}
+
+void ParamArena::copy_to(const model::HostTensor& tensor, float* out) const {
+  if (tensor.empty()) return;
+  backend_.copy_within(out, masters_.data() + offset_of(tensor), tensor.data.size() * sizeof(float));
+}
+
+const float* ParamArena::view(const model::HostTensor& tensor) const {
+  return tensor.empty() ? nullptr : masters_.data() + offset_of(tensor);
+}
+
+}  // namespace fp8rl::train

@@ -1,0 +1,90 @@
+// A trainer's parameters in one flat arena of backend memory: four FP32
+// buffers of equal layout (master weights, gradients, AdamW's exp_avg and
+// exp_avg_sq), each holding every tensor of the model at the same offset, in
+// model::for_each_tensor order. One buffer per role makes the optimizer's
+// passes (norm, non-finite check, update) and, later, collectives over data
+// parallel ranks single calls over contiguous memory.
+//
+// Offsets: every tensor starts at a multiple of kArenaAlignment elements (512
+// bytes), the gaps are zero in every buffer (so they add nothing to a norm
+// and AdamW keeps them zero), and shard_points() lists where a shard may
+// begin without splitting a 128x128 weight block: tensor starts, and within a
+// matrix the starts of its 128-row bands (a row-major [out, in] block lives
+// in one band).
+//
+// While attached to its policy the arena's masters are the policy's master
+// weights (policy::DeviceMasters): refit requantizes from them on the device
+// and the policy's host copy is downloaded only when read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/model/model_params.h"
+#include "core/policy/device_array.h"
+#include "core/policy/device_masters.h"
+
+namespace fp8rl::train {
+
+inline constexpr int64_t kArenaAlignment = 128;  // elements
+
+struct ArenaTensor {
+  std::string name;  // Hugging Face name
+  std::vector<int64_t> shape;
+  int64_t offset = 0;  // elements from the buffer's start
+  int64_t size = 0;    // elements
+  bool decay = false;  // weight decay applies: matrices (embeddings and head included), not norms or biases
+};
+
+// The layout of a model's tensors in an arena.
+struct ArenaLayout {
+  std::vector<ArenaTensor> tensors;  // for_each_tensor order
+  int64_t total = 0;                 // elements of each buffer, gaps included
+
+  explicit ArenaLayout(model::ModelParams& params);
+  // Ascending offsets where a shard may begin (0 first; total not included).
+  std::vector<int64_t> shard_points() const;
+};
+
+class ParamArena : public policy::DeviceMasters {
+ public:
+  // Allocates the four buffers, uploads params as the masters and zeroes the rest.
+  ParamArena(Backend& backend, model::ModelParams& params);
+
+  const ArenaLayout& layout() const { return layout_; }
+  float* masters() { return masters_.data(); }    // [total]
+  float* grads() { return grads_.data(); }        // [total]
+  float* exp_avg() { return exp_avg_.data(); }    // [total]
+  float* exp_avg_sq() { return exp_avg_sq_.data(); }  // [total]
+
+  // The gradient of `tensor`, a tensor of the params the arena was built or
+  // last uploaded from ([tensor size] FP32); null for an empty tensor.
+  float* grad(const model::HostTensor& tensor);
+  void zero_grads();
+
+  // Per tensor, for checkpoints: host[i] = tensor i's values (resized to fit).
+  void download(const float* buffer, std::vector<std::vector<float>>& host) const;
+  void upload(float* buffer, const std::vector<std::vector<float>>& host);
+  void zero_moments();
+
+  int64_t bytes_per_buffer() const { return layout_.total * static_cast<int64_t>(sizeof(float)); }
+
+  // policy::DeviceMasters
+  void download(model::ModelParams& params) const override;
+  void upload(const model::ModelParams& params) override;
+  void copy_to(const model::HostTensor& tensor, float* out) const override;
+  const float* view(const model::HostTensor& tensor) const override;
+
+ private:
+  void bind(const model::ModelParams& params);
+  int64_t offset_of(const model::HostTensor& tensor) const;
+
+  Backend& backend_;
+  ArenaLayout layout_;
+  std::map<const model::HostTensor*, size_t> index_of_;  // the policy's tensors -> layout_.tensors
+  DeviceArray<float> masters_, grads_, exp_avg_, exp_avg_sq_;
+};
+
+}  // namespace fp8rl::train
