@@ -427,6 +427,8 @@ double Trainer::recalibrate() {
   return seconds_since(policy_.context().backend(), start);
 }
 
+const ParamArena& Trainer::arena() const { return engine_->arena; }
+
 Trainer::Memory Trainer::memory() const {
   Memory m;
   m.master_weights = engine_->arena.bytes_per_buffer();

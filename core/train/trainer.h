@@ -47,6 +47,7 @@
 #include "core/train/loss_options.h"
 #include "core/train/lr_schedule.h"
 #include "core/train/mismatch_metrics.h"
+#include "core/train/param_arena.h"
 #include "core/train/token_losses.h"
 #include "core/train/training_state.h"
 
@@ -169,6 +170,8 @@ class Trainer {
     int64_t master_weights = 0, gradients = 0, optimizer_state = 0, backward_weights = 0;
   };
   Memory memory() const;
+  // The master weights, gradients and moments (tests, collectives).
+  const ParamArena& arena() const;
 
   // Seeds for the next n rollouts, from (options.seed, counter): part of the state.
   std::vector<uint64_t> next_seeds(int64_t n);
