@@ -90,14 +90,19 @@ class ModelRunner {
   // its sequence's rows. Tokens of a sequence must come in position order
   // (earlier passes fill the rows later ones read). Positions and ids must
   // be valid (callers check them). Each pass makes one upload (pass_upload.h;
-  // two more when it reaches positions the RoPE tables lack) and no download
-  // of its own.
+  // two more when it reaches positions the RoPE tables lack, see
+  // prepare_positions) and no download of its own.
   // With a tape (training), the batch must fit one pass; the tape then holds
   // every layer's activations and pass_indices() the pass's indices, both
   // valid until the next run.
   void run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, KvCache& cache,
            const PassLimits& limits, const LogitsSink& sink, const ActivationObserver& observer = {},
            ForwardTape* tape = nullptr);
+
+  // Builds the RoPE tables for positions [0, positions) now, so that no
+  // later pass below that length uploads them (generation knows its longest
+  // sequence up front; its steps then make only their own uploads).
+  void prepare_positions(int64_t positions) { rope_.ensure(backend_, positions); }
 
   Backend& backend() const { return backend_; }
   const PassIndices& pass_indices() const { return pass_; }
