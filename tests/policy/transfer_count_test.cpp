@@ -2,8 +2,9 @@
 // that wraps the CPU one (tests/support/counting_backend.h). A forward pass
 // costs one upload (its packed indices and sampling rows); a step costs one
 // download (its sampled tokens and log-probs), however many passes prefill
-// chunking makes of it. The counting changes no result: rollouts are bitwise
-// those of the plain CPU backend.
+// chunking makes of it; scoring, one upload per pass and one download per
+// group of sequences. The counting changes no result: rollouts and scores
+// are bitwise those of the plain CPU backend.
 #include <doctest/doctest.h>
 
 #include <deque>
@@ -165,6 +166,36 @@ TEST_CASE("a decode step makes one upload and one download, a prefill step one u
     CHECK(decode_steps > 0);
     CHECK(mixed_steps > 0);
   }
+}
+
+TEST_CASE("scoring makes one upload per pass and one download per group") {
+  auto owned = std::make_unique<TracingBackend>();
+  TracingBackend& counted = *owned;
+  Context counting(std::move(owned), Logger(), 2);
+  Context plain(cpu_request(2), Logger());
+  const model::ModelConfig config = tiny_qwen3();
+  const FlatSequences sequences = test_prompts({20, 45, 9, 33}, config.vocab_size, 4);
+  const std::vector<int64_t> prompt_lengths = {5, 30, 1, 12};  // one group: far below its token limit
+  rollout::SamplingOptions options;
+  options.max_tokens_per_step = 16;
+  options.temperature = 0.7f;
+  options.top_p = 0.9f;
+  policy::Policy on_counted(counting, tiny_params(config));
+  policy::Policy on_plain(plain, tiny_params(config));
+  counted.trace.clear();
+  counted.pass_tokens.clear();
+  const std::vector<float> scored = rollout::score_completions(on_counted, sequences.view(), prompt_lengths, options);
+  const std::vector<float> reference = rollout::score_completions(on_plain, sequences.view(), prompt_lengths, options);
+  REQUIRE(scored.size() == reference.size());
+  for (size_t i = 0; i < scored.size(); ++i) CHECK(same_bits(scored[i], reference[i]));
+
+  const std::vector<StepTransfers> steps = steps_of(counted);
+  REQUIRE(steps.size() == 1);
+  // Every token but each sequence's last is fed: 103 tokens, 7 passes of at most 16.
+  CHECK(steps[0].tokens == 103);
+  CHECK(steps[0].passes == 7);
+  CHECK(steps[0].uploads == 7 + 2);  // and the RoPE tables, on this fresh policy
+  CHECK(steps[0].downloads == 1);
 }
 
 }  // namespace fp8rl::test
