@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "kernels/common/quant_layout.h"
 
@@ -10,29 +11,27 @@ namespace {
 
 size_t as_size(int64_t value) { return static_cast<size_t>(value); }
 
+// Row inputs, where given, are one per wanted token.
+void check_row_inputs(const TokenBatch& batch) {
+  const size_t wanted = batch.wanted();
+  auto check = [wanted](const char* name, size_t count) {
+    require(count == 0 || count == wanted, "forward pass: " + std::to_string(count) + " row " + name + " for " +
+                                               std::to_string(wanted) + " tokens wanting logits");
+  };
+  check("params", batch.row_params.size());
+  check("targets", batch.row_targets.size());
+}
+
 }  // namespace
 
-void TokenBatch::clear() {
-  token_ids.clear();
-  positions.clear();
-  key_begin.clear();
-  wants_logits.clear();
-}
-
-void TokenBatch::add(int32_t token, int32_t position, int64_t sequence_first_row, bool logits) {
-  token_ids.push_back(token);
-  positions.push_back(position);
-  key_begin.push_back(sequence_first_row);
-  wants_logits.push_back(logits ? 1 : 0);
-}
-
 ModelRunner::ModelRunner(Backend& backend, const model::ModelConfig& config)
-    : backend_(backend), config_(config), rope_(config) {}
+    : backend_(backend), config_(config), rope_(config), upload_(backend) {}
 
 void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
                       KvCache& cache, const PassLimits& limits, const LogitsSink& sink,
                       const ActivationObserver& observer, ForwardTape* tape) {
   require(limits.max_tokens > 0 && limits.max_logit_rows > 0, "forward pass limits must be positive");
+  check_row_inputs(batch);
   require(tape == nullptr || static_cast<int64_t>(batch.size()) <= limits.max_tokens,
           "a recorded forward pass must fit one pass: " + std::to_string(batch.size()) + " tokens, limit " +
               std::to_string(limits.max_tokens));
@@ -54,38 +53,12 @@ void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales,
   }
 }
 
-void ModelRunner::upload_pass_indices(const TokenBatch& batch, const Range& range) {
-  const size_t tokens = range.end - range.begin;
-  std::vector<int64_t> cache_rows(tokens), logit_rows;
-  std::vector<int32_t> key_count(tokens);
-  pass_.max_key_count = 0;
-  for (size_t i = 0; i < tokens; ++i) {
-    const size_t t = range.begin + i;
-    cache_rows[i] = batch.key_begin[t] + batch.positions[t];
-    key_count[i] = batch.positions[t] + 1;
-    pass_.max_key_count = std::max(pass_.max_key_count, key_count[i]);
-    if (batch.wants_logits[t]) logit_rows.push_back(static_cast<int64_t>(i));
-  }
-  pass_.ids.upload(batch.token_ids.data() + range.begin, tokens);
-  pass_.positions.upload(batch.positions.data() + range.begin, tokens);
-  pass_.key_begin.upload(batch.key_begin.data() + range.begin, tokens);
-  pass_.cache_rows.upload(cache_rows.data(), tokens);
-  pass_.key_count.upload(key_count.data(), tokens);
-  pass_.logit_rows.upload(logit_rows.data(), logit_rows.size());
-}
-
 void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
   if (tokens > capacity_tokens_) {
     const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
     const int64_t qd = model::q_dim(config_), kvd = model::kv_dim(config_);
     const int64_t max_in = std::max({hidden, qd, inter});
     const size_t n = as_size(tokens);
-    pass_.ids = DeviceArray<int32_t>(backend_, n);
-    pass_.positions = DeviceArray<int32_t>(backend_, n);
-    pass_.key_count = DeviceArray<int32_t>(backend_, n);
-    pass_.cache_rows = DeviceArray<int64_t>(backend_, n);
-    pass_.key_begin = DeviceArray<int64_t>(backend_, n);
-    pass_.logit_rows = DeviceArray<int64_t>(backend_, n);
     residual_ = DeviceArray<float>(backend_, n * as_size(hidden));
     normed_ = DeviceArray<float>(backend_, n * as_size(hidden));
     q_ = DeviceArray<float>(backend_, n * as_size(qd));
@@ -120,11 +93,11 @@ void ModelRunner::pass(const CompiledModel& model, const AttentionScales& scales
     max_position = std::max(max_position, batch.positions[t]);
   }
   ensure_workspace(tokens, std::max<int64_t>(rows, 1));
-  upload_pass_indices(batch, range);
+  pass_ = upload_pass(upload_, batch, range.begin, range.end, static_cast<size_t>(range.logits_before),
+                      static_cast<size_t>(rows));
   rope_.ensure(backend_, int64_t{max_position} + 1);
 
-  backend_.embedding(model.embedding(), config_.vocab_size, config_.hidden_size, pass_.ids.data(), tokens,
-                     residual_.data());
+  backend_.embedding(model.embedding(), config_.vocab_size, config_.hidden_size, pass_.ids, tokens, residual_.data());
   if (tape) tape->reserve(tokens);
   const LayerActivations shared = workspace_activations();
   for (size_t layer = 0; layer < model.layers().size(); ++layer) {
@@ -192,12 +165,12 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
     backend_.rms_norm(a.q_raw, layer.q_norm.data(), tokens * heads, head_dim, eps, a.q);
     backend_.rms_norm(a.k_raw, layer.k_norm.data(), tokens * kv_heads, head_dim, eps, a.k);
   }
-  backend_.rope(a.q, pass_.positions.data(), tokens, heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
-  backend_.rope(a.k, pass_.positions.data(), tokens, kv_heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
+  backend_.rope(a.q, pass_.positions, tokens, heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
+  backend_.rope(a.k, pass_.positions, tokens, kv_heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
   if (observer) observer(index, tokens, a.q, a.k, a.v);
 
   KvStoreArgs store;
-  store.cache_rows = pass_.cache_rows.data();
+  store.cache_rows = pass_.cache_rows;
   store.tokens = tokens;
   store.kv_dim = kv_heads * head_dim;
   store.format = layer.precision.kv_format;
@@ -230,8 +203,8 @@ AttentionArgs ModelRunner::attention_args(const CompiledLayer& layer, size_t ind
   attention.q = q;
   attention.k_cache = cache.keys(index);
   attention.v_cache = cache.values(index);
-  attention.key_begin = pass_.key_begin.data();
-  attention.key_count = pass_.key_count.data();
+  attention.key_begin = pass_.key_begin;
+  attention.key_count = pass_.key_count;
   attention.tokens = tokens;
   attention.heads = config_.num_attention_heads;
   attention.kv_heads = config_.num_key_value_heads;
@@ -249,7 +222,7 @@ AttentionArgs ModelRunner::attention_args(const CompiledLayer& layer, size_t ind
 
 void ModelRunner::head(const CompiledModel& model, int64_t rows, float* logits) {
   const int64_t hidden = config_.hidden_size;
-  backend_.gather_rows(residual_.data(), hidden, pass_.logit_rows.data(), rows, head_in_.data());
+  backend_.gather_rows(residual_.data(), hidden, pass_.logit_rows, rows, head_in_.data());
   backend_.rms_norm(head_in_.data(), model.final_norm(), rows, hidden, static_cast<float>(config_.rms_norm_eps),
                     head_in_.data());
   backend_.to_bf16(head_in_.data(), rows * hidden, head_bf16_.data());

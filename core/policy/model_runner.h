@@ -15,26 +15,17 @@
 #include "core/policy/compiled_model.h"
 #include "core/policy/device_array.h"
 #include "core/policy/kv_cache.h"
+#include "core/policy/pass_upload.h"
 #include "core/policy/policy.h"
 #include "core/policy/rope_table.h"
+#include "core/policy/token_batch.h"
 
 namespace fp8rl::policy {
 
-// Host description of the tokens of one or more passes, all [tokens].
-struct TokenBatch {
-  std::vector<int32_t> token_ids;
-  std::vector<int32_t> positions;     // position in its sequence
-  std::vector<int64_t> key_begin;     // cache row of its sequence's position 0
-  std::vector<uint8_t> wants_logits;  // 1: the next-token logits of this token are needed
-
-  void clear();
-  void add(int32_t token, int32_t position, int64_t sequence_first_row, bool logits);
-  size_t size() const { return token_ids.size(); }
-};
-
 // Receives the logits of a run of wanted tokens: first is the index of the
 // first of them among all wanted tokens of the batch, in batch order; logits
-// is backend memory [count, vocab], valid during the call.
+// is backend memory [count, vocab], valid during the call, as are the pass's
+// ModelRunner::pass_indices() (row_params, row_targets: those rows' inputs).
 using LogitsSink = std::function<void(int64_t first, int64_t count, const float* logits)>;
 
 // Sees, in every pass, each layer's post-RoPE queries [tokens, q_dim] and
@@ -85,13 +76,6 @@ class ForwardTape {
   DeviceArray<float> final_residual_;
 };
 
-// The per-token indices of the last pass on the backend, [tokens] each.
-struct PassIndices {
-  DeviceArray<int32_t> ids, positions, key_count;
-  DeviceArray<int64_t> cache_rows, key_begin, logit_rows;
-  int32_t max_key_count = 0;
-};
-
 struct PassLimits {
   int64_t max_tokens = 2048;     // tokens per forward pass
   int64_t max_logit_rows = 256;  // [rows, vocab] FP32 logits held at once
@@ -105,13 +89,20 @@ class ModelRunner {
   // K/V into cache rows key_begin + position, then attending causally over
   // its sequence's rows. Tokens of a sequence must come in position order
   // (earlier passes fill the rows later ones read). Positions and ids must
-  // be valid (callers check them).
+  // be valid (callers check them). Each pass makes one upload (pass_upload.h;
+  // two more when it reaches positions the RoPE tables lack, see
+  // prepare_positions) and no download of its own.
   // With a tape (training), the batch must fit one pass; the tape then holds
   // every layer's activations and pass_indices() the pass's indices, both
   // valid until the next run.
   void run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, KvCache& cache,
            const PassLimits& limits, const LogitsSink& sink, const ActivationObserver& observer = {},
            ForwardTape* tape = nullptr);
+
+  // Builds the RoPE tables for positions [0, positions) now, so that no
+  // later pass below that length uploads them (generation knows its longest
+  // sequence up front; its steps then make only their own uploads).
+  void prepare_positions(int64_t positions) { rope_.ensure(backend_, positions); }
 
   Backend& backend() const { return backend_; }
   const PassIndices& pass_indices() const { return pass_; }
@@ -128,7 +119,6 @@ class ModelRunner {
   };
   void pass(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, const Range& range,
             KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer, ForwardTape* tape);
-  void upload_pass_indices(const TokenBatch& batch, const Range& range);
   void ensure_workspace(int64_t tokens, int64_t logit_rows);
   LayerActivations workspace_activations();
   void layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t tokens,
@@ -141,7 +131,8 @@ class ModelRunner {
   RopeTable rope_;
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logit_rows_ = 0;
-  PassIndices pass_;
+  PackedBuffer upload_;  // the current pass's indices (pass_upload.h)
+  PassIndices pass_;     // pointers into upload_
   // Activations.
   DeviceArray<float> residual_;      // [tokens, hidden]
   DeviceArray<float> normed_;        // [tokens, hidden]

@@ -2,11 +2,16 @@
 // slots. Each iteration admits waiting prompts into free slots, then runs one
 // batch holding the admitted prompts (prefill, chunked by the runner) and one
 // decode token of every running sequence, and samples the next token of each.
+// A step's host<->device traffic is fixed: one upload per forward pass (the
+// sampling rows, known before the pass, travel with its indices) and one
+// download (every sampled token and log-prob), so a decode step waits for
+// the device twice, whatever the batch.
 #include <algorithm>
 #include <deque>
 #include <set>
 
 #include "core/policy/model_runner.h"
+#include "core/policy/packed_buffer.h"
 #include "core/rollout/rollout.h"
 #include "kernels/common/counter_rng.h"
 
@@ -14,6 +19,20 @@ namespace fp8rl::rollout {
 namespace {
 
 using policy::TokenBatch;
+
+// The one download of a step: [n] int32 sampled tokens, then [n] float log-probs.
+struct SampledLayout {
+  size_t tokens, logprobs, bytes;
+};
+
+SampledLayout sampled_layout(size_t n) {
+  PackedLayout packed;
+  SampledLayout layout;
+  layout.tokens = packed.add<int32_t>(n);
+  layout.logprobs = packed.add<float>(n);
+  layout.bytes = packed.bytes();
+  return layout;
+}
 
 struct Sequence {
   int64_t request = 0;
@@ -32,7 +51,8 @@ class Engine {
         seeds_(seeds),
         options_(options),
         observer_(observer),
-        rollouts_(static_cast<size_t>(prompts.count)) {
+        rollouts_(static_cast<size_t>(prompts.count)),
+        sampled_(backend_) {
     stop_ids_.insert(options.stop_token_ids.begin(), options.stop_token_ids.end());
     if (options.stop_at_eos) {
       for (int64_t id : config_.eos_token_ids) stop_ids_.insert(static_cast<int32_t>(id));
@@ -45,6 +65,7 @@ class Engine {
     for (int64_t s = 0; s < slots; ++s) free_slots_.push_back(s);
     for (int64_t r = 0; r < prompts.count; ++r) waiting_.push_back(r);
     cache_ = std::make_unique<policy::KvCache>(backend_, policy.compiled(), model::kv_dim(config_), slots * slot_rows_);
+    policy.runner().prepare_positions(slot_rows_);
   }
 
   std::vector<Rollout> run() {
@@ -64,8 +85,25 @@ class Engine {
     }
   }
 
-  // One batch: prompts of newly admitted sequences, the last token of the others.
+  // Feeds one batch, samples from its logits on the device, then downloads
+  // every sampled token and log-prob at once.
   void step() {
+    build_batch();
+    const SampledLayout layout = sampled_layout(running_.size());
+    sampled_.reserve(layout.bytes);
+    policy::PassLimits limits;
+    limits.max_tokens = options_.max_tokens_per_step;
+    policy_.runner().run(
+        policy_.compiled(), policy_.attention_scales(), batch_, *cache_, limits,
+        [&](int64_t first, int64_t count, const float* logits) { sample(layout, first, count, logits); });
+    sampled_.download(layout.bytes);
+    append_sampled(layout);
+    retire_finished();
+  }
+
+  // Prompts of newly admitted sequences, the last token of the others; each
+  // wants the logits of its last token, in running_ order, with its sampling row.
+  void build_batch() {
     batch_.clear();
     for (const Sequence& sequence : running_) {
       const int64_t first_row = sequence.slot * slot_rows_;
@@ -80,36 +118,25 @@ class Engine {
         const int64_t position = prompt_length + static_cast<int64_t>(rollout.tokens.size()) - 1;
         batch_.add(rollout.tokens.back(), static_cast<int32_t>(position), first_row, true);
       }
+      // The draw depends on the seed and the token's index, not on the logits.
+      const uint64_t draw = rollout.tokens.size();
+      batch_.row_params.push_back(
+          sampling_row(options_, counter_uniform(seeds_[static_cast<size_t>(sequence.request)], draw)));
     }
-    policy::PassLimits limits;
-    limits.max_tokens = options_.max_tokens_per_step;
-    policy_.runner().run(policy_.compiled(), policy_.attention_scales(), batch_, *cache_, limits,
-                         [&](int64_t first, int64_t count, const float* logits) { sample(first, count, logits); });
-    retire_finished();
   }
 
-  // Samples the next token of running_[first .. first + count): the batch
-  // wants exactly one logits row per running sequence, in running_ order.
-  void sample(int64_t first, int64_t count, const float* logits) {
-    const size_t n = static_cast<size_t>(count);
-    std::vector<SamplingRow> rows(n);
-    for (size_t i = 0; i < n; ++i) {
-      const Sequence& sequence = running_[static_cast<size_t>(first) + i];
-      const uint64_t draw = rollouts_[static_cast<size_t>(sequence.request)].tokens.size();
-      rows[i] = sampling_row(options_, counter_uniform(seeds_[static_cast<size_t>(sequence.request)], draw));
-    }
-    params_.reserve_discarding(backend_, n);
-    tokens_.reserve_discarding(backend_, n);
-    logprobs_.reserve_discarding(backend_, n);
-    params_.upload(rows.data(), n);
-    backend_.sample(logits, count, config_.vocab_size, params_.data(), tokens_.data(), logprobs_.data());
-    std::vector<int32_t> tokens(n);
-    std::vector<float> logprobs(n);
-    tokens_.download(tokens.data(), n);
-    logprobs_.download(logprobs.data(), n);
+  // Samples the next token of running_[first .. first + count) into sampled_.
+  void sample(const SampledLayout& layout, int64_t first, int64_t count, const float* logits) {
+    backend_.sample(logits, count, config_.vocab_size, policy_.runner().pass_indices().row_params,
+                    sampled_.device<int32_t>(layout.tokens) + first, sampled_.device<float>(layout.logprobs) + first);
     if (observer_) observe(first, count, logits);
-    for (size_t i = 0; i < n; ++i) {
-      Sequence& sequence = running_[static_cast<size_t>(first) + i];
+  }
+
+  void append_sampled(const SampledLayout& layout) {
+    const int32_t* tokens = sampled_.host<int32_t>(layout.tokens);
+    const float* logprobs = sampled_.host<float>(layout.logprobs);
+    for (size_t i = 0; i < running_.size(); ++i) {
+      Sequence& sequence = running_[i];
       Rollout& rollout = rollouts_[static_cast<size_t>(sequence.request)];
       rollout.tokens.push_back(tokens[i]);
       rollout.logprobs.push_back(logprobs[i]);
@@ -166,9 +193,7 @@ class Engine {
   std::vector<Sequence> running_;
   std::unique_ptr<policy::KvCache> cache_;
   TokenBatch batch_;
-  DeviceArray<SamplingRow> params_;
-  DeviceArray<int32_t> tokens_;
-  DeviceArray<float> logprobs_;
+  PackedBuffer sampled_;  // [running] tokens and log-probs of the current step (SampledLayout)
 };
 
 }  // namespace

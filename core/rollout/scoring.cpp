@@ -1,7 +1,9 @@
 // Full-sequence passes, as training runs them: every token of a sequence is
 // fed at once (chunked by the runner), and the wanted next-token rows are
 // reduced to log-probs (or kept as logits) pass by pass, so memory stays
-// bounded by the pass limits and one group's KV cache.
+// bounded by the pass limits and one group's KV cache. Scoring a group moves
+// one upload per pass (the targets and sampling rows travel with the pass's
+// indices) and one download (the group's log-probs).
 #include <algorithm>
 
 #include "core/policy/model_runner.h"
@@ -30,11 +32,11 @@ void for_each_group(const TokenSequences& sequences, Visit&& visit) {
 // The tokens of sequences [begin, end) as one batch, each sequence's cache
 // rows after the previous one's. A token wants logits when wanted(i, p); the
 // last token of a sequence is fed only when feed_last (its logits predict
-// nothing inside the sequence). targets gets token p + 1 of each wanted
-// token that has one, in batch order.
+// nothing inside the sequence). With targets, each wanted token gets token
+// p + 1 as its row target (scoring feeds no last token, so it has one).
 template <class Wanted>
 policy::TokenBatch group_batch(const TokenSequences& sequences, int64_t begin, int64_t end, bool feed_last,
-                               Wanted&& wanted, std::vector<int32_t>* targets = nullptr) {
+                               Wanted&& wanted, bool targets = false) {
   policy::TokenBatch batch;
   int64_t first_row = 0;
   for (int64_t i = begin; i < end; ++i) {
@@ -43,7 +45,7 @@ policy::TokenBatch group_batch(const TokenSequences& sequences, int64_t begin, i
     for (int64_t p = 0; p < fed; ++p) {
       const bool logits = wanted(i, p);
       batch.add(tokens[p], static_cast<int32_t>(p), first_row, logits);
-      if (logits && targets && p + 1 < sequences.length(i)) targets->push_back(tokens[p + 1]);
+      if (logits && targets) batch.row_targets.push_back(tokens[p + 1]);
     }
     first_row += sequences.length(i);
   }
@@ -77,11 +79,7 @@ std::vector<float> score_completions(policy::Policy& policy, const TokenSequence
   const SamplingRow row = sampling_row(options, 0.0);
   policy::PassLimits limits;
   limits.max_tokens = options.max_tokens_per_step;
-  DeviceArray<SamplingRow> params(backend, static_cast<size_t>(limits.max_logit_rows));
-  const std::vector<SamplingRow> rows(static_cast<size_t>(limits.max_logit_rows), row);
-  params.upload(rows.data(), rows.size());
-  DeviceArray<int32_t> targets(backend, static_cast<size_t>(limits.max_logit_rows));
-  DeviceArray<float> results(backend, static_cast<size_t>(limits.max_logit_rows));
+  DeviceArray<float> results;  // [group's completion tokens]
 
   int64_t written = 0;
   for_each_group(sequences, [&](int64_t begin, int64_t end, int64_t tokens) {
@@ -89,18 +87,19 @@ std::vector<float> score_completions(policy::Policy& policy, const TokenSequence
     auto wanted = [&](int64_t i, int64_t p) {
       return p >= prompt_lengths[static_cast<size_t>(i)] - 1 && p + 1 < sequences.length(i);
     };
-    std::vector<int32_t> next_tokens;  // target of each wanted row, in batch order
-    const policy::TokenBatch batch = group_batch(sequences, begin, end, false, wanted, &next_tokens);
+    policy::TokenBatch batch = group_batch(sequences, begin, end, false, wanted, true);
+    const size_t n = batch.row_targets.size();
+    batch.row_params.assign(n, row);
+    results.reserve_discarding(backend, n);
     policy::KvCache cache(backend, policy.compiled(), model::kv_dim(config), tokens);
     policy.runner().run(policy.compiled(), policy.attention_scales(), batch, cache, limits,
                         [&](int64_t first, int64_t count, const float* logits) {
-                          const size_t n = static_cast<size_t>(count);
-                          targets.upload(next_tokens.data() + first, n);
-                          backend.token_logprobs(logits, count, config.vocab_size, params.data(), targets.data(),
-                                                 results.data());
-                          results.download(logprobs.data() + written + first, n);
+                          const policy::PassIndices& pass = policy.runner().pass_indices();
+                          backend.token_logprobs(logits, count, config.vocab_size, pass.row_params, pass.row_targets,
+                                                 results.data() + first);
                         });
-    written += static_cast<int64_t>(next_tokens.size());
+    results.download(logprobs.data() + written, n);
+    written += static_cast<int64_t>(n);
   });
   return logprobs;
 }

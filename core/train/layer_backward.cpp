@@ -84,7 +84,7 @@ void unrotate(LayerPass& p, const policy::ModelRunner& runner, const policy::Lay
   LayerBackwardScratch& s = p.scratch;
   const model::ModelConfig& c = p.config;
   const policy::RopeTable& rope = runner.rope();
-  const int32_t* positions = runner.pass_indices().positions.data();
+  const int32_t* positions = runner.pass_indices().positions;
   p.backend.rope_backward(s.dq.data(), positions, p.tokens, c.num_attention_heads, c.head_dim, rope.cos(), rope.sin(),
                           rope.positions());
   p.backend.rope_backward(s.dk.data(), positions, p.tokens, c.num_key_value_heads, c.head_dim, rope.cos(), rope.sin(),

@@ -85,7 +85,7 @@ void TrainingPass::backward(const float* grad_logp, const TransposedModel& trans
     layer_backward(policy_.runner(), config, model, layer, transposed.layers()[layer], policy_.attention_scales(),
                    *cache_, tape_.layer(layer), tokens_, layer_grads(grads, layer), dresidual_.data(), scratch_);
   }
-  backend.embedding_backward(dresidual_.data(), policy_.runner().pass_indices().ids.data(), tokens_, config.vocab_size,
+  backend.embedding_backward(dresidual_.data(), policy_.runner().pass_indices().ids, tokens_, config.vocab_size,
                              config.hidden_size, grads.grad(params.embed_tokens));
 }
 
