@@ -56,11 +56,6 @@ const model::ModelParams& Policy::params() const {
   return params_;
 }
 
-model::ModelParams& Policy::mutable_params() {
-  sync_host();
-  return params_;
-}
-
 void Policy::sync_host() const {
   if (!host_stale_) return;
   masters_->download(params_);

@@ -61,9 +61,9 @@ class Policy {
   // (invalid_argument otherwise, naming the layer).
   void set_attention_scales(const AttentionScales& scales);
 
-  // The host tensors (up to date, as params()); their addresses name the
-  // tensors for gradients and device masters.
-  model::ModelParams& mutable_params();
+  // The host tensors by address, naming them for gradients and device
+  // masters; their values may lag behind attached masters (read params()).
+  model::ModelParams& host_tensors() { return params_; }
   // Requantizes the compute copies from the master weights: on the device
   // from attached device masters, else uploaded from the host copy.
   void refit();

@@ -108,7 +108,7 @@ void validate_trainer_options(const TrainerOptions& options) {
 // The parameter arena, the backward machinery and its buffers.
 struct Trainer::Engine {
   Engine(policy::Policy& policy)
-      : arena(policy.context().backend(), policy.mutable_params()),
+      : arena(policy.context().backend(), policy.host_tensors()),
         transposed(std::make_unique<TransposedModel>(policy.context().backend(), policy.compiled())),
         transposed_recipe(policy.recipe()),
         pass(policy),

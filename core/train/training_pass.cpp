@@ -49,7 +49,7 @@ std::vector<float> TrainingPass::forward(const rollout::TokenSequences& sequence
 }
 
 LayerGradPointers TrainingPass::layer_grads(ParamArena& grads, size_t layer) {
-  const model::LayerParams& p = policy_.mutable_params().layers[layer];
+  const model::LayerParams& p = policy_.host_tensors().layers[layer];
   LayerGradPointers g;
   g.input_norm = grads.grad(p.input_norm);
   g.post_attention_norm = grads.grad(p.post_attention_norm);
@@ -70,7 +70,7 @@ void TrainingPass::backward(const float* grad_logp, const TransposedModel& trans
   if (tokens_ == 0) return;
   Backend& backend = policy_.context().backend();
   const model::ModelConfig& config = policy_.config();
-  const model::ModelParams& params = policy_.params();
+  const model::ModelParams& params = policy_.host_tensors();  // names the gradients' tensors
   const size_t residual = static_cast<size_t>(tokens_ * config.hidden_size);
   dresidual_.reserve_discarding(backend, residual);
   backend.zero_fill(dresidual_.data(), residual * sizeof(float));

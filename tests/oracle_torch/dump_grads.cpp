@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     std::vector<fp8rl::io::SafetensorsTensorData> tensors;
     size_t slot = 0;
     fp8rl::model::for_each_tensor(
-        policy.mutable_params(),
+        policy.host_tensors(),
         [&](const std::string& name, const std::vector<int64_t>& shape, fp8rl::model::HostTensor&) {
           const std::vector<float>& grad = result.grads[slot++];
           tensors.push_back({name, fp8rl::io::DType::f32, shape, grad.data(), grad.size() * sizeof(float)});

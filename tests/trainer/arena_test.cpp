@@ -1,6 +1,7 @@
 // The trainer's parameter arena: its layout (aligned offsets, zero gaps,
 // shard points that never split a 128x128 block), the masters it holds for
-// its policy, and two trainers of one policy handing the masters over.
+// its policy, two trainers of one policy handing the masters over, and a
+// step's host<->backend traffic (token-sized, never parameter-sized).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,18 +9,15 @@
 #include "core/context.h"
 #include "core/train/param_arena.h"
 #include "core/train/trainer.h"
+#include "support/counting_backend.h"
 #include "trainer/trainer_test_support.h"
 
 namespace fp8rl::test {
 namespace {
 
-// Matrices of several 128-row bands, and with partial blocks.
-model::ModelConfig banded_config() {
-  model::ModelConfig config = tiny_qwen2();  // biases too
-  config.vocab_size = 300;
-  config.intermediate_size = 288;
-  return config;
-}
+// Matrices of several 128-row bands with partial blocks (vocab 301,
+// hidden 160, intermediate 200), and biases.
+model::ModelConfig banded_config() { return tiny_qwen2(); }
 
 train::TrainerOptions options() {
   train::TrainerOptions o;
@@ -92,7 +90,7 @@ TEST_CASE("the arena holds the policy's masters: zero gaps, the host copy downlo
   Context context(cpu_request(2), Logger());
   policy::Policy policy(context, tiny_params(config));
   const model::ModelParams initial = policy.params();
-  train::ParamArena arena(context.backend(), policy.mutable_params());
+  train::ParamArena arena(context.backend(), policy.host_tensors());
   std::vector<float> masters = whole(context.backend(), arena.masters(), arena.layout().total);
   size_t index = 0;
   model::for_each_tensor(const_cast<model::ModelParams&>(initial),
@@ -160,6 +158,39 @@ TEST_CASE("the trainer's arena: gaps stay zero in all four buffers through steps
   // Memory per buffer, as the trainer reports it.
   CHECK(trainer.memory().gradients == total * 4);
   CHECK(trainer.memory().optimizer_state == total * 8);
+}
+
+}  // namespace fp8rl::test
+
+namespace fp8rl::test {
+
+TEST_CASE("a training step moves no per-parameter data between host and backend") {
+  const model::ModelConfig config = banded_config();
+  for (const NamedRecipe& recipe : {all_recipes()[0], all_recipes()[4]}) {
+    CAPTURE(recipe.name);
+    auto owned = std::make_unique<CountingBackend>();
+    CountingBackend& counted = *owned;
+    Context context(std::move(owned), Logger(), 2);
+    policy::Policy policy(context, tiny_params(config), recipe.recipe);
+    train::Trainer trainer(policy, options());  // recalibrates after every step
+    const RolloutBatch batch = generate_batch(policy, pairs(config), seeds_from(9, 4), test_sampling(6));
+    REQUIRE_FALSE(trainer.step(batch.view()).skipped);  // warm-up: grow-only workspaces
+    counted.reset_counts();
+    const train::StepMetrics m = trainer.step(batch.view());
+    REQUIRE_FALSE(m.skipped);
+    const size_t parameter_bytes = static_cast<size_t>(model::parameter_count(config)) * sizeof(float);
+    const TransferCounts counts = counted.counts();
+    CAPTURE(counts.upload_bytes);
+    CAPTURE(counts.download_bytes);
+    CAPTURE(parameter_bytes);
+    // Token-sized traffic only: ids, log-probs and their gradients, entropies,
+    // per-token Q/K/V maxima and the norm; before the arena a step downloaded
+    // every gradient and uploaded every master weight (2 x parameter_bytes).
+    MESSAGE("one step: " << counts.uploads << " uploads (" << counts.upload_bytes << " B), " << counts.downloads
+                         << " downloads (" << counts.download_bytes << " B); parameters " << parameter_bytes << " B");
+    CHECK(counts.upload_bytes < parameter_bytes / 20);
+    CHECK(counts.download_bytes < parameter_bytes / 20);
+  }
 }
 
 }  // namespace fp8rl::test
