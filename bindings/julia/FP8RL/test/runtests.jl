@@ -424,7 +424,9 @@ end
             @test recalibrate!(trainer) >= 0
             params = parameter_count(policy)
             report = memory(trainer)
-            @test report.gradients == 4 * params && report.optimizer_state == 8 * params && report.backward_weights > 0
+            # the arena: FP32 buffers with tensors at 128-element offsets (at most 127 elements of padding each)
+            @test 4 * params <= report.gradients < 4 * (params + 127 * 64)
+            @test report.optimizer_state == 2 * report.gradients && report.backward_weights > 0
         end
     end
     # supervised fine-tuning lowers the cross-entropy of the given answers

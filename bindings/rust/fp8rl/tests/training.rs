@@ -107,7 +107,8 @@ fn a_step_trains_and_recomputed_logprobs_equal_the_generators() {
 
     let memory = trainer.memory().unwrap();
     assert!(memory.gradients > 0 && memory.optimizer_state > 0);
-    assert_eq!(memory.master_weights, policy.memory().unwrap().master_weights);
+    // The host copy and the trainer's arena on the backend.
+    assert!(memory.master_weights > policy.memory().unwrap().master_weights);
     assert!(trainer.recalibrate().unwrap() >= 0.0);
 }
 
