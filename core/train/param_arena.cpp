@@ -16,17 +16,17 @@ model::ModelParams& mutable_view(const model::ModelParams& params) {
 }  // namespace
 
 ArenaLayout::ArenaLayout(model::ModelParams& params) {
-  model::for_each_tensor(params, [&](const std::string& name, const std::vector<int64_t>& shape,
-                                     model::HostTensor& tensor) {
-    ArenaTensor t;
-    t.name = name;
-    t.shape = shape;
-    t.offset = aligned(total);
-    t.size = static_cast<int64_t>(tensor.data.size());
-    t.decay = shape.size() == 2;
-    total = t.offset + t.size;
-    tensors.push_back(std::move(t));
-  });
+  model::for_each_tensor(params,
+                         [&](const std::string& name, const std::vector<int64_t>& shape, model::HostTensor& tensor) {
+                           ArenaTensor t;
+                           t.name = name;
+                           t.shape = shape;
+                           t.offset = aligned(total);
+                           t.size = static_cast<int64_t>(tensor.data.size());
+                           t.decay = shape.size() == 2;
+                           total = t.offset + t.size;
+                           tensors.push_back(std::move(t));
+                         });
   total = aligned(total);
 }
 

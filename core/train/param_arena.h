@@ -54,9 +54,9 @@ class ParamArena : public policy::DeviceMasters {
   ParamArena(Backend& backend, model::ModelParams& params);
 
   const ArenaLayout& layout() const { return layout_; }
-  float* masters() { return masters_.data(); }    // [total]
-  float* grads() { return grads_.data(); }        // [total]
-  float* exp_avg() { return exp_avg_.data(); }    // [total]
+  float* masters() { return masters_.data(); }        // [total]
+  float* grads() { return grads_.data(); }            // [total]
+  float* exp_avg() { return exp_avg_.data(); }        // [total]
   float* exp_avg_sq() { return exp_avg_sq_.data(); }  // [total]
 
   // The gradient of `tensor`, a tensor of the params the arena was built or

@@ -36,9 +36,9 @@ struct LossStats {
   // i.e. its gradient is zeroed: (A > 0 and r > 1 + clip_high) or
   // (A < 0 and r < 1 - clip_low). Tokens with A = 0 never count.
   double clip_fraction = 0.0;
-  double ratio_mean = 0.0;              // mean r
-  double ratio_min = 0.0;               // smallest r (0 without masked tokens)
-  double ratio_max = 0.0;               // largest r
+  double ratio_mean = 0.0;  // mean r
+  double ratio_min = 0.0;   // smallest r (0 without masked tokens)
+  double ratio_max = 0.0;   // largest r
   // Mean k3 estimate of KL(old || current) from the tokens, x = logp - logp_old:
   // exp(x) - x - 1, how far the policy taking this step has moved from logp_old's.
   double old_kl_k3_mean = 0.0;

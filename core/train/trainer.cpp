@@ -23,7 +23,6 @@ double seconds_since(Backend& backend, Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-
 // Token-weighted merge of a micro-batch's loss statistics into the batch's.
 void merge_stats(LossStats& total, const LossStats& part) {
   const double before = static_cast<double>(total.tokens), added = static_cast<double>(part.tokens);

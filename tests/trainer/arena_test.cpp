@@ -49,9 +49,8 @@ TEST_CASE("arena layout: aligned offsets in for_each_tensor order, and shard poi
   model::ModelParams params = tiny_params(banded_config());
   const train::ArenaLayout layout(params);
   int64_t end = 0, expected_tensors = 0;
-  model::for_each_tensor(params, [&](const std::string&, const std::vector<int64_t>&, model::HostTensor&) {
-    ++expected_tensors;
-  });
+  model::for_each_tensor(
+      params, [&](const std::string&, const std::vector<int64_t>&, model::HostTensor&) { ++expected_tensors; });
   REQUIRE(static_cast<int64_t>(layout.tensors.size()) == expected_tensors);
   for (const train::ArenaTensor& t : layout.tensors) {
     CAPTURE(t.name);
@@ -93,13 +92,12 @@ TEST_CASE("the arena holds the policy's masters: zero gaps, the host copy downlo
   train::ParamArena arena(context.backend(), policy.host_tensors());
   std::vector<float> masters = whole(context.backend(), arena.masters(), arena.layout().total);
   size_t index = 0;
-  model::for_each_tensor(const_cast<model::ModelParams&>(initial),
-                         [&](const std::string&, const std::vector<int64_t>&, model::HostTensor& t) {
-                           const train::ArenaTensor& slot = arena.layout().tensors[index++];
-                           CHECK(same_floats(std::vector<float>(masters.begin() + slot.offset,
-                                                                masters.begin() + slot.offset + slot.size),
-                                             t.data));
-                         });
+  model::for_each_tensor(const_cast<model::ModelParams&>(initial), [&](const std::string&, const std::vector<int64_t>&,
+                                                                       model::HostTensor& t) {
+    const train::ArenaTensor& slot = arena.layout().tensors[index++];
+    CHECK(same_floats(std::vector<float>(masters.begin() + slot.offset, masters.begin() + slot.offset + slot.size),
+                      t.data));
+  });
 
   train::Trainer trainer(policy, options());
   const RolloutBatch batch = generate_batch(policy, pairs(config), seeds_from(3, 4), test_sampling(6));
@@ -124,7 +122,7 @@ TEST_CASE("two trainers of one policy hand the master weights over") {
     after_b = policy.params();
     CHECK_FALSE(same_weights(after_a, after_b));
   }
-  CHECK(same_weights(policy.params(), after_b));  // b is gone; the policy kept its weights
+  CHECK(same_weights(policy.params(), after_b));   // b is gone; the policy kept its weights
   CHECK(same_weights(a.state().params, after_b));  // a takes them back, b's update included
   REQUIRE_FALSE(a.step(batch.view()).skipped);
   CHECK_FALSE(same_weights(policy.params(), after_b));

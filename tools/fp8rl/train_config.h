@@ -31,7 +31,7 @@ struct TrainConfig {
   std::string importance = "truncated";  // off | plain | truncated | masked | sequence-masked
   double is_cap = 2.0;
   int group_size = 8;
-  int minibatches = 1;  // optimizer steps per GRPO step (PPO mini-batches of its rollouts)
+  int minibatches = 1;        // optimizer steps per GRPO step (PPO mini-batches of its rollouts)
   int prompts_per_step = 32;  // large batches: Adam turns sparse-reward noise into full-size steps
   double lr = 2e-4;           // 5e-4 and above collapse the tiny policy (measured)
   bool normalize_by_std = true;
