@@ -120,6 +120,25 @@ FP8RL_API const char* fp8rl_last_error_message(void);
 
 /** @} */
 
+/* The element types and scale formats belong to the numerics section (@ref numerics); they are
+ * declared here, before the sections that use them (fp8rl_recipe::scale_format, fp8rl_policy_save()). */
+
+/** Element types. @ingroup numerics */
+typedef enum fp8rl_dtype {
+  FP8RL_DTYPE_F32 = 0,                 /**< IEEE binary32. */
+  FP8RL_DTYPE_BF16 = 1,                /**< bfloat16, stored as uint16_t bits. */
+  FP8RL_DTYPE_E4M3 = 2,                /**< OCP FP8 E4M3 (e4m3fn: max 448, no Inf), stored as uint8_t. */
+  FP8RL_DTYPE_E5M2 = 3,                /**< OCP FP8 E5M2 (max 57344, with Inf), stored as uint8_t. */
+  FP8RL_DTYPE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_dtype;
+
+/** How block scales are represented. @ingroup numerics */
+typedef enum fp8rl_scale_format {
+  FP8RL_SCALE_FP32 = 0,                /**< scale = amax / fp8_max in FP32. */
+  FP8RL_SCALE_POW2 = 1,                /**< The smallest power of two with amax <= fp8_max * scale. */
+  FP8RL_SCALE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_scale_format;
+
 /** @defgroup context Contexts, backends and logging
  *  @{ */
 
@@ -244,194 +263,6 @@ typedef enum fp8rl_feature {
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_build_features(uint32_t* out_features);
-
-/** @} */
-
-/** @defgroup numerics FP8 and BF16 conversion and block quantization
- *  @{ */
-
-/** Element types. */
-typedef enum fp8rl_dtype {
-  FP8RL_DTYPE_F32 = 0,                 /**< IEEE binary32. */
-  FP8RL_DTYPE_BF16 = 1,                /**< bfloat16, stored as uint16_t bits. */
-  FP8RL_DTYPE_E4M3 = 2,                /**< OCP FP8 E4M3 (e4m3fn: max 448, no Inf), stored as uint8_t. */
-  FP8RL_DTYPE_E5M2 = 3,                /**< OCP FP8 E5M2 (max 57344, with Inf), stored as uint8_t. */
-  FP8RL_DTYPE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
-} fp8rl_dtype;
-
-/**
- * @brief Converts @p count elements between element types, rounding to nearest even.
- *
- * Supported: F32 to and from BF16, E4M3 and E5M2. No scaling is applied.
- * NaN stays NaN. On overflow into FP8, @p saturate != 0 clamps to the largest
- * finite value (Inf included, like CUDA's satfinite); @p saturate == 0 gives
- * NaN for E4M3 and Inf for E5M2 (what ml_dtypes does). F32 to BF16 overflows to Inf.
- * @param src Caller-owned input of @p count elements of @p src_dtype.
- * @param src_dtype Input element type.
- * @param dst Caller-owned output of @p count elements of @p dst_dtype; may not overlap @p src.
- * @param dst_dtype Output element type.
- * @param count Number of elements.
- * @param saturate Overflow behaviour for FP8 outputs (ignored otherwise).
- * @retval FP8RL_ERROR_UNSUPPORTED for pairs other than F32 <-> {BF16, E4M3, E5M2}.
- * Thread-safe.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_convert(const void* src, fp8rl_dtype src_dtype, void* dst, fp8rl_dtype dst_dtype,
-                                     size_t count, int32_t saturate);
-
-/** How a matrix [rows, cols] is cut into blocks that share one scale. */
-typedef enum fp8rl_block_layout {
-  /** 1x128 tiles along each row. Codes [rows, cols], scales [rows, ceil(cols/128)]. Activations, gradients. */
-  FP8RL_LAYOUT_TILE_1X128 = 0,
-  /** 1x128 tiles along each column, stored transposed. Codes [cols, rows], scales [cols, ceil(rows/128)]. For wgrad. */
-  FP8RL_LAYOUT_TILE_1X128_TRANSPOSED = 1,
-  /** 128x128 blocks. Codes [rows, cols], scales [ceil(rows/128), ceil(cols/128)]. Weights. */
-  FP8RL_LAYOUT_BLOCK_128X128 = 2,
-  FP8RL_LAYOUT_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
-} fp8rl_block_layout;
-
-/** How block scales are represented. */
-typedef enum fp8rl_scale_format {
-  FP8RL_SCALE_FP32 = 0,                /**< scale = amax / fp8_max in FP32. */
-  FP8RL_SCALE_POW2 = 1,                /**< The smallest power of two with amax <= fp8_max * scale. */
-  FP8RL_SCALE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
-} fp8rl_scale_format;
-
-/**
- * Options for fp8rl_quantize() and fp8rl_dequantize(). Fill with fp8rl_quantize_options_init().
- *
- * Scales are dequantization multipliers: value ~= decode(code) * scale, where
- * scale comes from the amax of the block's finite values. A block whose amax
- * is 0 gets scale 1. Scales are floored at 2^-126.
- */
-typedef struct fp8rl_quantize_options {
-  uint32_t struct_size;            /**< sizeof(fp8rl_quantize_options), set by the init function. */
-  fp8rl_dtype format;              /**< ::FP8RL_DTYPE_E4M3 (default) or ::FP8RL_DTYPE_E5M2. */
-  fp8rl_block_layout layout;       /**< Default ::FP8RL_LAYOUT_TILE_1X128. */
-  fp8rl_scale_format scale_format; /**< Default ::FP8RL_SCALE_FP32. */
-  int32_t saturate;                /**< Non-zero (default): out-of-range values clamp to the FP8 max. */
-  int32_t allow_non_finite;        /**< 0 (default): NaN/Inf input fails with ::FP8RL_ERROR_NON_FINITE.
-                                        Non-zero: NaN encodes as NaN, +-Inf as the overflow code, and
-                                        neither affects its block's scale. */
-} fp8rl_quantize_options;
-
-/**
- * @brief Fills @p options with defaults (E4M3, 1x128 tiles, FP32 scales, saturating).
- * @param options Caller-owned struct to fill.
- * Thread-safe.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_quantize_options_init(fp8rl_quantize_options* options);
-
-/**
- * @brief How many codes and scales a quantized [rows, cols] matrix takes.
- * @param options Quantization options (layout is what matters).
- * @param rows Rows of the unquantized matrix (> 0).
- * @param cols Columns of the unquantized matrix (> 0).
- * @param[out] out_code_count Receives the number of uint8_t codes (rows * cols).
- * @param[out] out_scale_count Receives the number of float scales.
- * Thread-safe.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* options, int64_t rows, int64_t cols,
-                                             int64_t* out_code_count, int64_t* out_scale_count);
-
-/**
- * @brief Block-quantizes a row-major matrix [rows, cols] to FP8 codes and FP32 scales.
- * @param context A valid context; the work runs on its backend.
- * @param options Format, layout, scale format, overflow and non-finite policy.
- * @param input Caller-owned row-major [rows, cols] of @p input_dtype (F32 or BF16).
- * @param input_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
- * @param rows Rows (> 0).
- * @param cols Columns (> 0).
- * @param[out] codes Caller-owned, @p code_count uint8_t, laid out per options->layout.
- * @param code_count Capacity of @p codes; must equal what fp8rl_quantized_sizes() gives.
- * @param[out] scales Caller-owned, @p scale_count floats.
- * @param scale_count Capacity of @p scales; must equal what fp8rl_quantized_sizes() gives.
- * @retval FP8RL_ERROR_NON_FINITE if the input holds NaN/Inf and options->allow_non_finite is 0
- *         (the message gives the first bad index); nothing is written then.
- * Thread-safe; calls on one context are serialized.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options, const void* input,
-                                      fp8rl_dtype input_dtype, int64_t rows, int64_t cols, uint8_t* codes,
-                                      int64_t code_count, float* scales, int64_t scale_count);
-
-/**
- * @brief Reconstructs the row-major F32 matrix [rows, cols] from codes and scales.
- * @param context A valid context.
- * @param options The options the data was quantized with (format and layout matter).
- * @param codes Caller-owned codes, @p code_count of them.
- * @param code_count Number of codes; must match fp8rl_quantized_sizes().
- * @param scales Caller-owned scales, @p scale_count of them.
- * @param scale_count Number of scales; must match fp8rl_quantized_sizes().
- * @param rows Rows of the original matrix.
- * @param cols Columns of the original matrix.
- * @param[out] output Caller-owned row-major [rows, cols] floats.
- * @param output_count Capacity of @p output; must equal rows * cols.
- * Thread-safe; calls on one context are serialized.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_dequantize(fp8rl_context* context, const fp8rl_quantize_options* options,
-                                        const uint8_t* codes, int64_t code_count, const float* scales,
-                                        int64_t scale_count, int64_t rows, int64_t cols, float* output,
-                                        int64_t output_count);
-
-/** @} */
-
-/** @defgroup gemm Matrix products
- *  @{ */
-
-/**
- * A block-quantized E4M3 matrix of logical shape [rows, cols] (a view: the
- * caller owns the arrays), as fp8rl_quantize() produces it.
- */
-typedef struct fp8rl_fp8_matrix {
-  const uint8_t* codes;      /**< Codes laid out per @c layout. */
-  int64_t code_count;        /**< Number of codes (rows * cols). */
-  const float* scales;       /**< Scales laid out per @c layout. */
-  int64_t scale_count;       /**< Number of scales. */
-  int64_t rows;              /**< Logical rows. */
-  int64_t cols;              /**< Logical columns (the reduction dimension K for a GEMM operand). */
-  fp8rl_block_layout layout; /**< Block layout of codes and scales. */
-} fp8rl_fp8_matrix;
-
-/**
- * @brief Block-scaled FP8 GEMM: C[M,N] = A[M,K] * W[N,K]^T with FP32 accumulation.
- *
- * Batch-invariant and deterministic: each element of C is bitwise the same
- * whatever M, whatever rows it is batched with, and whatever the thread count.
- * @param context A valid context.
- * @param a E4M3 activations [M, K] in ::FP8RL_LAYOUT_TILE_1X128.
- * @param w E4M3 weights [N, K] in ::FP8RL_LAYOUT_BLOCK_128X128 (or ::FP8RL_LAYOUT_TILE_1X128).
- * @param[out] c Caller-owned row-major [M, N] of @p c_dtype.
- * @param c_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
- * @param c_count Capacity of @p c in elements; must equal M * N.
- * Thread-safe; calls on one context are serialized.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_matrix* a, const fp8rl_fp8_matrix* w,
-                                      void* c, fp8rl_dtype c_dtype, int64_t c_count);
-
-/**
- * @brief BF16 GEMM: C[M,N] = A[M,K] * W[N,K]^T with FP32 accumulation; batch-invariant like fp8rl_gemm_fp8().
- * @param context A valid context.
- * @param a Caller-owned row-major [M, K] BF16 bits.
- * @param a_count Elements in @p a; must equal M * K.
- * @param w Caller-owned row-major [N, K] BF16 bits.
- * @param w_count Elements in @p w; must equal N * K.
- * @param m Rows of A and C (> 0).
- * @param n Rows of W, columns of C (> 0).
- * @param k The reduction dimension (> 0).
- * @param[out] c Caller-owned row-major [M, N] of @p c_dtype.
- * @param c_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
- * @param c_count Capacity of @p c in elements; must equal M * N.
- * Thread-safe; calls on one context are serialized.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_gemm_bf16(fp8rl_context* context, const uint16_t* a, int64_t a_count, const uint16_t* w,
-                                       int64_t w_count, int64_t m, int64_t n, int64_t k, void* c, fp8rl_dtype c_dtype,
-                                       int64_t c_count);
 
 /** @} */
 
@@ -1474,6 +1305,178 @@ FP8RL_API fp8rl_status fp8rl_trainer_load_state(fp8rl_trainer* trainer, const ch
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_rollout_seconds(const fp8rl_rollout* rollout, double* out_seconds);
+
+/** @} */
+
+/** @defgroup numerics FP8 and BF16 conversion and block quantization
+ *  @{ */
+
+/**
+ * @brief Converts @p count elements between element types, rounding to nearest even.
+ *
+ * Supported: F32 to and from BF16, E4M3 and E5M2. No scaling is applied.
+ * NaN stays NaN. On overflow into FP8, @p saturate != 0 clamps to the largest
+ * finite value (Inf included, like CUDA's satfinite); @p saturate == 0 gives
+ * NaN for E4M3 and Inf for E5M2 (what ml_dtypes does). F32 to BF16 overflows to Inf.
+ * @param src Caller-owned input of @p count elements of @p src_dtype.
+ * @param src_dtype Input element type.
+ * @param dst Caller-owned output of @p count elements of @p dst_dtype; may not overlap @p src.
+ * @param dst_dtype Output element type.
+ * @param count Number of elements.
+ * @param saturate Overflow behaviour for FP8 outputs (ignored otherwise).
+ * @retval FP8RL_ERROR_UNSUPPORTED for pairs other than F32 <-> {BF16, E4M3, E5M2}.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_convert(const void* src, fp8rl_dtype src_dtype, void* dst, fp8rl_dtype dst_dtype,
+                                     size_t count, int32_t saturate);
+
+/** How a matrix [rows, cols] is cut into blocks that share one scale. */
+typedef enum fp8rl_block_layout {
+  /** 1x128 tiles along each row. Codes [rows, cols], scales [rows, ceil(cols/128)]. Activations, gradients. */
+  FP8RL_LAYOUT_TILE_1X128 = 0,
+  /** 1x128 tiles along each column, stored transposed. Codes [cols, rows], scales [cols, ceil(rows/128)]. For wgrad. */
+  FP8RL_LAYOUT_TILE_1X128_TRANSPOSED = 1,
+  /** 128x128 blocks. Codes [rows, cols], scales [ceil(rows/128), ceil(cols/128)]. Weights. */
+  FP8RL_LAYOUT_BLOCK_128X128 = 2,
+  FP8RL_LAYOUT_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_block_layout;
+
+/**
+ * Options for fp8rl_quantize() and fp8rl_dequantize(). Fill with fp8rl_quantize_options_init().
+ *
+ * Scales are dequantization multipliers: value ~= decode(code) * scale, where
+ * scale comes from the amax of the block's finite values. A block whose amax
+ * is 0 gets scale 1. Scales are floored at 2^-126.
+ */
+typedef struct fp8rl_quantize_options {
+  uint32_t struct_size;            /**< sizeof(fp8rl_quantize_options), set by the init function. */
+  fp8rl_dtype format;              /**< ::FP8RL_DTYPE_E4M3 (default) or ::FP8RL_DTYPE_E5M2. */
+  fp8rl_block_layout layout;       /**< Default ::FP8RL_LAYOUT_TILE_1X128. */
+  fp8rl_scale_format scale_format; /**< Default ::FP8RL_SCALE_FP32. */
+  int32_t saturate;                /**< Non-zero (default): out-of-range values clamp to the FP8 max. */
+  int32_t allow_non_finite;        /**< 0 (default): NaN/Inf input fails with ::FP8RL_ERROR_NON_FINITE.
+                                        Non-zero: NaN encodes as NaN, +-Inf as the overflow code, and
+                                        neither affects its block's scale. */
+} fp8rl_quantize_options;
+
+/**
+ * @brief Fills @p options with defaults (E4M3, 1x128 tiles, FP32 scales, saturating).
+ * @param options Caller-owned struct to fill.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_quantize_options_init(fp8rl_quantize_options* options);
+
+/**
+ * @brief How many codes and scales a quantized [rows, cols] matrix takes.
+ * @param options Quantization options (layout is what matters).
+ * @param rows Rows of the unquantized matrix (> 0).
+ * @param cols Columns of the unquantized matrix (> 0).
+ * @param[out] out_code_count Receives the number of uint8_t codes (rows * cols).
+ * @param[out] out_scale_count Receives the number of float scales.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* options, int64_t rows, int64_t cols,
+                                             int64_t* out_code_count, int64_t* out_scale_count);
+
+/**
+ * @brief Block-quantizes a row-major matrix [rows, cols] to FP8 codes and FP32 scales.
+ * @param context A valid context; the work runs on its backend.
+ * @param options Format, layout, scale format, overflow and non-finite policy.
+ * @param input Caller-owned row-major [rows, cols] of @p input_dtype (F32 or BF16).
+ * @param input_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
+ * @param rows Rows (> 0).
+ * @param cols Columns (> 0).
+ * @param[out] codes Caller-owned, @p code_count uint8_t, laid out per options->layout.
+ * @param code_count Capacity of @p codes; must equal what fp8rl_quantized_sizes() gives.
+ * @param[out] scales Caller-owned, @p scale_count floats.
+ * @param scale_count Capacity of @p scales; must equal what fp8rl_quantized_sizes() gives.
+ * @retval FP8RL_ERROR_NON_FINITE if the input holds NaN/Inf and options->allow_non_finite is 0
+ *         (the message gives the first bad index); nothing is written then.
+ * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options, const void* input,
+                                      fp8rl_dtype input_dtype, int64_t rows, int64_t cols, uint8_t* codes,
+                                      int64_t code_count, float* scales, int64_t scale_count);
+
+/**
+ * @brief Reconstructs the row-major F32 matrix [rows, cols] from codes and scales.
+ * @param context A valid context.
+ * @param options The options the data was quantized with (format and layout matter).
+ * @param codes Caller-owned codes, @p code_count of them.
+ * @param code_count Number of codes; must match fp8rl_quantized_sizes().
+ * @param scales Caller-owned scales, @p scale_count of them.
+ * @param scale_count Number of scales; must match fp8rl_quantized_sizes().
+ * @param rows Rows of the original matrix.
+ * @param cols Columns of the original matrix.
+ * @param[out] output Caller-owned row-major [rows, cols] floats.
+ * @param output_count Capacity of @p output; must equal rows * cols.
+ * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_dequantize(fp8rl_context* context, const fp8rl_quantize_options* options,
+                                        const uint8_t* codes, int64_t code_count, const float* scales,
+                                        int64_t scale_count, int64_t rows, int64_t cols, float* output,
+                                        int64_t output_count);
+
+/** @} */
+
+/** @defgroup gemm Matrix products
+ *  @{ */
+
+/**
+ * A block-quantized E4M3 matrix of logical shape [rows, cols] (a view: the
+ * caller owns the arrays), as fp8rl_quantize() produces it.
+ */
+typedef struct fp8rl_fp8_matrix {
+  const uint8_t* codes;      /**< Codes laid out per @c layout. */
+  int64_t code_count;        /**< Number of codes (rows * cols). */
+  const float* scales;       /**< Scales laid out per @c layout. */
+  int64_t scale_count;       /**< Number of scales. */
+  int64_t rows;              /**< Logical rows. */
+  int64_t cols;              /**< Logical columns (the reduction dimension K for a GEMM operand). */
+  fp8rl_block_layout layout; /**< Block layout of codes and scales. */
+} fp8rl_fp8_matrix;
+
+/**
+ * @brief Block-scaled FP8 GEMM: C[M,N] = A[M,K] * W[N,K]^T with FP32 accumulation.
+ *
+ * Batch-invariant and deterministic: each element of C is bitwise the same
+ * whatever M, whatever rows it is batched with, and whatever the thread count.
+ * @param context A valid context.
+ * @param a E4M3 activations [M, K] in ::FP8RL_LAYOUT_TILE_1X128.
+ * @param w E4M3 weights [N, K] in ::FP8RL_LAYOUT_BLOCK_128X128 (or ::FP8RL_LAYOUT_TILE_1X128).
+ * @param[out] c Caller-owned row-major [M, N] of @p c_dtype.
+ * @param c_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
+ * @param c_count Capacity of @p c in elements; must equal M * N.
+ * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_matrix* a, const fp8rl_fp8_matrix* w,
+                                      void* c, fp8rl_dtype c_dtype, int64_t c_count);
+
+/**
+ * @brief BF16 GEMM: C[M,N] = A[M,K] * W[N,K]^T with FP32 accumulation; batch-invariant like fp8rl_gemm_fp8().
+ * @param context A valid context.
+ * @param a Caller-owned row-major [M, K] BF16 bits.
+ * @param a_count Elements in @p a; must equal M * K.
+ * @param w Caller-owned row-major [N, K] BF16 bits.
+ * @param w_count Elements in @p w; must equal N * K.
+ * @param m Rows of A and C (> 0).
+ * @param n Rows of W, columns of C (> 0).
+ * @param k The reduction dimension (> 0).
+ * @param[out] c Caller-owned row-major [M, N] of @p c_dtype.
+ * @param c_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
+ * @param c_count Capacity of @p c in elements; must equal M * N.
+ * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_gemm_bf16(fp8rl_context* context, const uint16_t* a, int64_t a_count, const uint16_t* w,
+                                       int64_t w_count, int64_t m, int64_t n, int64_t k, void* c, fp8rl_dtype c_dtype,
+                                       int64_t c_count);
 
 /** @} */
 
