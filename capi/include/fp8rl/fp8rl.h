@@ -41,11 +41,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(_WIN32)
+/**
+ * @def FP8RL_API
+ * Marks a function of the public API. Building libfp8rl, whose CMake target
+ * defines FP8RL_BUILDING_LIBRARY, it exports the function from the DLL on
+ * Windows; for users there it imports it. Elsewhere it gives the function
+ * default visibility: the library is built with hidden visibility, so only
+ * these functions leave it. libfp8rl is built as a shared library only, so
+ * there is no static-library variant of the macro.
+ */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(FP8RL_BUILDING_LIBRARY)
 #define FP8RL_API __declspec(dllexport)
 #else
-/** Marks a function exported from libfp8rl (everything else is hidden). */
+#define FP8RL_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
 #define FP8RL_API __attribute__((visibility("default")))
+#else
+#define FP8RL_API
 #endif
 
 #ifdef __cplusplus
