@@ -40,19 +40,19 @@ FP8RL_API fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* o
   });
 }
 
-FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, const float* logp_gen,
+FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, const float* logp_gen,
                                                       const int64_t* offsets, int64_t num_sequences,
                                                       const fp8rl_importance_options* options,
                                                       fp8rl_mismatch_metrics* out_metrics) {
   return guarded(__func__, [&] {
-    fp8rl::require(logp_train != nullptr, "logp_train is NULL");
+    fp8rl::require(logp_old != nullptr, "logp_old is NULL");
     fp8rl::require(logp_gen != nullptr, "logp_gen is NULL");
     fp8rl::require(out_metrics != nullptr, "out_metrics is NULL");
     const fp8rl::train::ImportanceOptions importance = importance_from(options);
     fp8rl::train::TokenBatch batch;
     batch.offsets = offsets;
     batch.count = num_sequences;
-    batch.logp_old = logp_train;
+    batch.logp_old = logp_old;
     batch.logp_gen = logp_gen;
     const fp8rl::train::MismatchMetrics m = fp8rl::train::mismatch_metrics(batch, importance);
     fp8rl_mismatch_metrics result{};

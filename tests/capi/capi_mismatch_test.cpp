@@ -116,7 +116,7 @@ TEST_CASE("mismatch: NULLs, bad options, malformed offsets and NaN are refused")
   fp8rl_mismatch_metrics m{};
   m.struct_size = sizeof(m);
   check_error(fp8rl_mismatch_metrics_compute(nullptr, gen.data(), offsets.data(), 2, &importance, &m),
-              FP8RL_ERROR_INVALID_ARGUMENT, "logp_train");
+              FP8RL_ERROR_INVALID_ARGUMENT, "logp_old");
   check_error(fp8rl_mismatch_metrics_compute(train.data(), gen.data(), offsets.data(), 2, &importance, nullptr),
               FP8RL_ERROR_INVALID_ARGUMENT, "out_metrics");
   check_error(fp8rl_mismatch_metrics_compute(train.data(), gen.data(), offsets.data(), 2, nullptr, &m),

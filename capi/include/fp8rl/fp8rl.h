@@ -867,13 +867,14 @@ FP8RL_API fp8rl_status fp8rl_rollout_destroy(fp8rl_rollout* rollout);
 /** @} */
 
 /** @defgroup mismatch Generation-vs-training mismatch
- *  How far the generator's log-probs are from the training policy's
- *  recomputation of the same tokens (fp8rl_policy_score() with the training
- *  recipe), and the token-level importance-sampling weights
- *  w = exp(logp_train - logp_gen) that correct for it.
+ *  How far the generator's log-probs (logp_gen) are from the training
+ *  policy's recomputation of the same tokens (logp_old, as a training
+ *  iteration fixes it: fp8rl_trainer_recompute_logprobs(), or
+ *  fp8rl_policy_score() with the training recipe), and the token-level
+ *  importance-sampling weights w = exp(logp_old - logp_gen) that correct for it.
  *  @{ */
 
-/** How importance weights are formed from w = exp(logp_train - logp_gen). */
+/** How importance weights are formed from w = exp(logp_old - logp_gen). */
 typedef enum fp8rl_importance_mode {
   FP8RL_IMPORTANCE_OFF = 0,             /**< w = 1. */
   FP8RL_IMPORTANCE_PLAIN = 1,           /**< w as it is. */
@@ -897,9 +898,9 @@ typedef struct fp8rl_mismatch_metrics {
   uint32_t struct_size;         /**< Set by the caller to sizeof(fp8rl_mismatch_metrics). */
   int64_t tokens;               /**< Tokens measured. */
   int64_t non_finite_tokens;    /**< Tokens with a non-finite logp_gen, left out of the means below. */
-  double token_mult_prob_error; /**< Mean exp(|logp_train - logp_gen|); 1 when identical. */
-  double gen_kl_error;          /**< Mean k3 estimate of KL(gen || train): exp(x) - x - 1, x = logp_train - logp_gen. */
-  double gen_kl_k1;             /**< Mean logp_gen - logp_train (the k1 estimate of the same KL). */
+  double token_mult_prob_error; /**< Mean exp(|logp_old - logp_gen|); 1 when identical. */
+  double gen_kl_error;          /**< Mean k3 estimate of KL(gen || train): exp(x) - x - 1, x = logp_old - logp_gen. */
+  double gen_kl_k1;             /**< Mean logp_gen - logp_old (the k1 estimate of the same KL). */
   double policy_kl_error;       /**< Mean k3 estimate of KL(train || gen). */
   double is_weight_mean;        /**< Mean importance weight under the options. */
   double is_truncated_fraction; /**< Fraction of tokens whose weight was truncated. */
@@ -921,19 +922,19 @@ FP8RL_API fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* o
  *
  * Sequence i's tokens are [offsets[i], offsets[i + 1]) of both arrays, as
  * fp8rl_rollout_copy() and fp8rl_policy_score() lay them out.
- * @param logp_train Caller-owned log-probs recomputed by the training policy; must be finite.
+ * @param logp_old Caller-owned log-probs recomputed by the training policy; must be finite.
  * @param logp_gen Caller-owned log-probs the generator recorded.
  * @param offsets Caller-owned, num_sequences + 1 offsets: 0 first, non-decreasing.
  * @param num_sequences Number of sequences (> 0).
  * @param options Importance-weight options; read only during the call.
  * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed offsets or bad options.
- * @retval FP8RL_ERROR_NON_FINITE for a NaN or infinite logp_train (the message names the token).
+ * @retval FP8RL_ERROR_NON_FINITE for a NaN or infinite logp_old (the message names the token).
  * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
  * Thread-safe (no state).
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
-FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, const float* logp_gen,
+FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, const float* logp_gen,
                                                       const int64_t* offsets, int64_t num_sequences,
                                                       const fp8rl_importance_options* options,
                                                       fp8rl_mismatch_metrics* out_metrics);

@@ -777,14 +777,14 @@ function fp8rl_importance_options_init(options)
 end
 
 """
-    fp8rl_mismatch_metrics_compute(logp_train, logp_gen, offsets, num_sequences, options, out_metrics)
+    fp8rl_mismatch_metrics_compute(logp_old, logp_gen, offsets, num_sequences, options, out_metrics)
 
 ```c
-fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, const float* logp_gen, const int64_t* offsets, int64_t num_sequences, const fp8rl_importance_options* options, fp8rl_mismatch_metrics* out_metrics)
+fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, const float* logp_gen, const int64_t* offsets, int64_t num_sequences, const fp8rl_importance_options* options, fp8rl_mismatch_metrics* out_metrics)
 ```
 """
-function fp8rl_mismatch_metrics_compute(logp_train, logp_gen, offsets, num_sequences, options, out_metrics)
-    @ccall $(_symbol(:fp8rl_mismatch_metrics_compute))(logp_train::Ptr{Cfloat}, logp_gen::Ptr{Cfloat}, offsets::Ptr{Int64}, num_sequences::Int64, options::Ptr{fp8rl_importance_options}, out_metrics::Ptr{fp8rl_mismatch_metrics})::fp8rl_status
+function fp8rl_mismatch_metrics_compute(logp_old, logp_gen, offsets, num_sequences, options, out_metrics)
+    @ccall $(_symbol(:fp8rl_mismatch_metrics_compute))(logp_old::Ptr{Cfloat}, logp_gen::Ptr{Cfloat}, offsets::Ptr{Int64}, num_sequences::Int64, options::Ptr{fp8rl_importance_options}, out_metrics::Ptr{fp8rl_mismatch_metrics})::fp8rl_status
 end
 
 """

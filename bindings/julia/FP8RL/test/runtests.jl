@@ -452,7 +452,7 @@ end
     shifted = mismatch_metrics(logp, [x .- 0.1f0 for x in logp]; importance = ImportanceOptions(mode = :plain))
     @test shifted.token_mult_prob_error > 1 && shifted.is_weight_mean > 1 && shifted.gen_kl_error > 0
     @test mismatch_metrics(logp, [Float32[-0.5, NaN], Float32[-0.25]]).non_finite_tokens == 1
-    @test is_error(thrown(() -> mismatch_metrics(Float32[NaN], Float32[0], [0, 1])), NON_FINITE, "logp_train[1]")
+    @test is_error(thrown(() -> mismatch_metrics(Float32[NaN], Float32[0], [0, 1])), NON_FINITE, "logp_old[1]")
     @test is_error(thrown(() -> mismatch_metrics(Float32[0, 0], Float32[0, 0], [0, 3])), INVALID_ARGUMENT, "last offset")
     @test is_error(thrown(() -> mismatch_metrics(Float32[0, 0], Float32[0], [0, 2])), INVALID_ARGUMENT, "logp_gen 1")
 end

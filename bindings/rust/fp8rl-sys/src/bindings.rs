@@ -487,8 +487,8 @@ extern "C" {
     pub fn fp8rl_rollout_destroy(rollout: *mut fp8rl_rollout) -> fp8rl_status;
     /// `fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* options)`
     pub fn fp8rl_importance_options_init(options: *mut fp8rl_importance_options) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, const float* logp_gen, const int64_t* offsets, int64_t num_sequences, const fp8rl_importance_options* options, fp8rl_mismatch_metrics* out_metrics)`
-    pub fn fp8rl_mismatch_metrics_compute(logp_train: *const f32, logp_gen: *const f32, offsets: *const i64, num_sequences: i64, options: *const fp8rl_importance_options, out_metrics: *mut fp8rl_mismatch_metrics) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, const float* logp_gen, const int64_t* offsets, int64_t num_sequences, const fp8rl_importance_options* options, fp8rl_mismatch_metrics* out_metrics)`
+    pub fn fp8rl_mismatch_metrics_compute(logp_old: *const f32, logp_gen: *const f32, offsets: *const i64, num_sequences: i64, options: *const fp8rl_importance_options, out_metrics: *mut fp8rl_mismatch_metrics) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_options_init(fp8rl_trainer_options* options)`
     pub fn fp8rl_trainer_options_init(options: *mut fp8rl_trainer_options) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_create(fp8rl_policy* policy, const fp8rl_trainer_options* options, fp8rl_trainer** out_trainer)`

@@ -289,7 +289,7 @@ fn mismatch_metrics_measure_generation_against_training() {
     let error = expect_error(
         mismatch_metrics(&logp, &logp[..3], &offsets, &ImportanceOptions::new()),
         Status::InvalidArgument,
-        "logp_train has 4 values, logp_gen 3",
+        "logp_old has 4 values, logp_gen 3",
     );
     assert_from_binding(&error, "mismatch_metrics");
     let error = mismatch_metrics(&logp, &logp, &[0, 5], &ImportanceOptions::new()).unwrap_err();
