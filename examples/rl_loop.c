@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   CHECK(fp8rl_trainer_options_init(&options));
   options.learning_rate = 1e-2;
   options.group_size = GROUP;
-  options.importance_mode = FP8RL_IMPORTANCE_TRUNCATED;
+  options.importance.mode = FP8RL_IMPORTANCE_TRUNCATED;
   CHECK(fp8rl_trainer_create(policy, &options, &trainer));
   fp8rl_sampling_options sampling;
   CHECK(fp8rl_sampling_options_init(&sampling));

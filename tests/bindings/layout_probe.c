@@ -191,9 +191,7 @@ int main(void) {
   FIELD(fp8rl_trainer_options, loss);
   FIELD(fp8rl_trainer_options, clip_low);
   FIELD(fp8rl_trainer_options, clip_high);
-  FIELD(fp8rl_trainer_options, importance_mode);
-  FIELD(fp8rl_trainer_options, importance_low);
-  FIELD(fp8rl_trainer_options, importance_high);
+  FIELD(fp8rl_trainer_options, importance);
   FIELD(fp8rl_trainer_options, kl_coefficient);
   FIELD(fp8rl_trainer_options, kl_estimator);
   FIELD(fp8rl_trainer_options, aggregation);
@@ -215,9 +213,7 @@ int main(void) {
   FIELD(fp8rl_trainer_options, temperature);
   FIELD(fp8rl_trainer_options, micro_batch_tokens);
   FIELD(fp8rl_trainer_options, recalibrate_after_step);
-  FIELD(fp8rl_trainer_options, calibration_percentile);
-  FIELD(fp8rl_trainer_options, calibration_margin);
-  FIELD(fp8rl_trainer_options, calibration_max_value);
+  FIELD(fp8rl_trainer_options, calibration);
   FIELD(fp8rl_trainer_options, seed);
   FIELD(fp8rl_trainer_options, minibatches);
   SIZE(fp8rl_train_batch);

@@ -1,6 +1,7 @@
 // The training functions of the C API: a whole RL loop through the public
 // header, state save and resume, and the error paths.
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -33,7 +34,7 @@ fp8rl_trainer_options grpo_options() {
   REQUIRE(fp8rl_trainer_options_init(&options) == FP8RL_OK);
   options.learning_rate = 1e-3;
   options.group_size = 2;
-  options.importance_mode = FP8RL_IMPORTANCE_TRUNCATED;
+  options.importance.mode = FP8RL_IMPORTANCE_TRUNCATED;
   options.micro_batch_tokens = 24;
   return options;
 }
@@ -181,14 +182,59 @@ TEST_CASE("a saved training state resumes bit for bit through the C API") {
   std::filesystem::remove(path);
 }
 
+TEST_CASE("trainer options embed the importance and calibration options: one default each, struct_size rules") {
+  fp8rl_trainer_options options;
+  REQUIRE(fp8rl_trainer_options_init(&options) == FP8RL_OK);
+  fp8rl_importance_options importance;
+  REQUIRE(fp8rl_importance_options_init(&importance) == FP8RL_OK);
+  fp8rl_calibration_options calibration;
+  REQUIRE(fp8rl_calibration_options_init(&calibration) == FP8RL_OK);
+  CHECK(options.importance.struct_size == sizeof(fp8rl_importance_options));
+  CHECK(options.importance.mode == importance.mode);
+  CHECK(options.importance.mode == FP8RL_IMPORTANCE_OFF);
+  CHECK(options.importance.low == importance.low);
+  CHECK(options.importance.high == importance.high);
+  CHECK(options.calibration.struct_size == sizeof(fp8rl_calibration_options));
+  CHECK(options.calibration.percentile == calibration.percentile);
+  CHECK(options.calibration.margin == calibration.margin);
+  CHECK(options.calibration.max_value == calibration.max_value);
+
+  CpuContext context;
+  Policy policy(context.get(), llama_config());
+  fp8rl_trainer* trainer = nullptr;
+  // An embedded struct is checked on its own struct_size, like a top-level one.
+  options = grpo_options();
+  options.importance.struct_size = 0;
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_VERSION_MISMATCH,
+              "options->importance.struct_size is 0");
+  options = grpo_options();
+  options.calibration.struct_size = sizeof(fp8rl_calibration_options) + 8;
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_VERSION_MISMATCH,
+              "options->calibration.struct_size");
+  CHECK(trainer == nullptr);
+  // A shorter embedded struct (an older header) keeps the defaults of the fields it lacks.
+  options = grpo_options();
+  options.importance.low = 0.5;
+  options.importance.high = -1.0;
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "high");
+  options.importance.struct_size = static_cast<uint32_t>(offsetof(fp8rl_importance_options, high));
+  { Trainer older(policy.get(), options); }  // high is the default, 2
+  // An outer struct that ends before an embedded one gives it the defaults, whole.
+  options = grpo_options();
+  options.calibration.struct_size = 0;
+  options.calibration.percentile = -1.0;
+  options.struct_size = static_cast<uint32_t>(offsetof(fp8rl_trainer_options, calibration));
+  { Trainer older(policy.get(), options); }
+}
+
 TEST_CASE("training functions refuse bad input with a message and change nothing") {
   CpuContext context;
   Policy policy(context.get(), llama_config());
   fp8rl_trainer_options options = grpo_options();
   fp8rl_trainer* trainer = nullptr;
 
-  options.importance_mode = static_cast<fp8rl_importance_mode>(9);
-  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "importance_mode");
+  options.importance.mode = static_cast<fp8rl_importance_mode>(9);
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "importance.mode");
   options = grpo_options();
   options.temperature = 0.0f;
   check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "temperature");

@@ -116,8 +116,8 @@ fp8rl_trainer_options grpo_options(const Run& run) {
   o.learning_rate = c.lr;
   o.group_size = c.group_size;
   o.normalize_by_std = c.normalize_by_std ? 1 : 0;
-  o.importance_mode = importance_mode(c.importance);
-  o.importance_high = c.is_cap;
+  o.importance.mode = importance_mode(c.importance);
+  o.importance.high = c.is_cap;
   o.temperature = static_cast<float>(c.temperature);
   o.minibatches = c.minibatches;
   return o;

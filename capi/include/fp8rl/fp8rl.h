@@ -9,6 +9,12 @@
  *  - Out-parameters are written only on success.
  *  - Options structs start with a `struct_size` field and are filled with
  *    defaults by their `_init` function; fields are only ever appended.
+ *    Options of one concept that another reuses are embedded by value
+ *    (fp8rl_trainer_options::importance): the embedded struct keeps its own
+ *    `struct_size`, which the outer `_init` sets, and is read by the same
+ *    rules. Its size is part of the outer struct's layout, so an embedded
+ *    struct gains fields only in a release that may change layouts (a new
+ *    major version, or a 0.x minor one).
  *  - Arrays cross the ABI as pointer + element count; the caller owns them.
  *  - Handles are opaque, created by `_create` and released by `_destroy`.
  *  - No function aborts, exits, or writes to stdout; diagnostics go to the
@@ -647,7 +653,9 @@ FP8RL_API fp8rl_status fp8rl_policy_get_attention_scales(const fp8rl_policy* pol
                                                          int64_t num_layers);
 
 /**
- * Options of fp8rl_policy_recalibrate_attention_scales(). Fill with
+ * Options of the attention-scale calibration: of
+ * fp8rl_policy_recalibrate_attention_scales() and of a trainer's
+ * recalibration (fp8rl_trainer_options::calibration). Fill with
  * fp8rl_calibration_options_init().
  */
 typedef struct fp8rl_calibration_options {
@@ -885,10 +893,26 @@ typedef enum fp8rl_importance_mode {
   FP8RL_IMPORTANCE_FORCE_32BIT = 0x7FFFFFFF
 } fp8rl_importance_mode;
 
-/** Importance-weight options. Fill with fp8rl_importance_options_init(). */
+/**
+ * Importance-weight options, of fp8rl_mismatch_metrics_compute() and of a
+ * trainer (fp8rl_trainer_options::importance). Fill with fp8rl_importance_options_init().
+ *
+ * The default mode is ::FP8RL_IMPORTANCE_OFF. Generation and training run on
+ * one engine that computes every row on its own, so a policy that generates
+ * and trains in one recipe (sampling at the training temperature, without
+ * top-k or top-p) has logp_old equal to logp_gen bit for bit: every weight is
+ * exactly 1 and a correction changes nothing. A truncated default would
+ * still make every policy-gradient trainer require logp_gen in each batch,
+ * refusing batches that bring only rewards or advantages. Turn a mode on when
+ * the generator differs from the trainer (another recipe, e.g. FP8 generation
+ * and BF16 training with fp8rl_policy_copy_weights(), or another engine):
+ * ::FP8RL_IMPORTANCE_TRUNCATED with high = 2 (truncated importance sampling)
+ * is the usual choice. The trainer reports the mismatch whenever a batch
+ * brings logp_gen, whatever the mode.
+ */
 typedef struct fp8rl_importance_options {
   uint32_t struct_size;       /**< sizeof(fp8rl_importance_options), set by the init function. */
-  fp8rl_importance_mode mode; /**< Default ::FP8RL_IMPORTANCE_TRUNCATED. */
+  fp8rl_importance_mode mode; /**< Default ::FP8RL_IMPORTANCE_OFF (see above). */
   double low;                 /**< Lower bound, >= 0; default 0. */
   double high;                /**< Upper bound (the truncation cap), > 0 and >= low; default 2. */
 } fp8rl_importance_options;
@@ -909,7 +933,7 @@ typedef struct fp8rl_mismatch_metrics {
 } fp8rl_mismatch_metrics;
 
 /**
- * @brief Fills @p options with defaults: truncated importance sampling, [0, 2].
+ * @brief Fills @p options with defaults: importance weighting off, bounds [0, 2].
  * @param[out] options The struct to fill; struct_size is set.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL.
  * Thread-safe.
@@ -1017,50 +1041,50 @@ typedef enum fp8rl_lr_schedule {
 
 /** Trainer options. Fill with fp8rl_trainer_options_init(). */
 typedef struct fp8rl_trainer_options {
-  uint32_t struct_size;                  /**< sizeof(fp8rl_trainer_options), set by the init function. */
-  fp8rl_loss_kind loss;                  /**< Default ::FP8RL_LOSS_CLIPPED_POLICY_GRADIENT. */
-  double clip_low;                       /**< epsilon_low in [0, 1]; default 0.2. */
-  double clip_high;                      /**< epsilon_high >= 0; default 0.2 (DAPO's clip-higher: 0.28). */
-  fp8rl_importance_mode importance_mode; /**< Token-level IS correction w = exp(logp_old - logp_gen); default
-                                              ::FP8RL_IMPORTANCE_OFF. Any other mode needs logp_gen in the batch. */
-  double importance_low;                 /**< Lower bound of w, >= 0; default 0. */
-  double importance_high;                /**< Upper bound (truncation cap) of w, > 0; default 2. */
+  uint32_t struct_size;                /**< sizeof(fp8rl_trainer_options), set by the init function. */
+  fp8rl_loss_kind loss;                /**< Default ::FP8RL_LOSS_CLIPPED_POLICY_GRADIENT. */
+  double clip_low;                     /**< epsilon_low in [0, 1]; default 0.2. */
+  double clip_high;                    /**< epsilon_high >= 0; default 0.2 (DAPO's clip-higher: 0.28). */
+  fp8rl_importance_options importance; /**< Token-level IS correction w = exp(logp_old - logp_gen), with the
+                                            defaults of fp8rl_importance_options_init() (off). Any other mode
+                                            makes a policy-gradient loss need logp_gen in the batch. */
   double kl_coefficient;           /**< beta >= 0 of the KL penalty to the reference; > 0 needs logp_ref. Default 0. */
   fp8rl_kl_estimator kl_estimator; /**< Default ::FP8RL_KL_K3. */
   fp8rl_aggregation aggregation;   /**< Default ::FP8RL_AGGREGATION_TOKEN_MEAN. */
   int32_t group_size;              /**< Completions per prompt, consecutive in the batch (>= 1; default 1):
                                         the groups of reward normalization. */
-  fp8rl_advantage_baseline baseline; /**< Default ::FP8RL_BASELINE_GROUP_MEAN. */
-  int32_t normalize_by_std;          /**< Non-zero: divide advantages by the group's std + epsilon. Default 0. */
-  int32_t sample_std;                /**< Non-zero (default): sample std (n - 1); 0: population std. */
-  double advantage_epsilon;          /**< >= 0; default 1e-6. */
-  double learning_rate;              /**< Peak learning rate >= 0; default 1e-6. */
-  fp8rl_lr_schedule schedule;        /**< Default ::FP8RL_LR_CONSTANT. */
-  int64_t warmup_steps;              /**< >= 0; default 0. */
-  int64_t total_steps;               /**< Cosine schedule: warmup + decay steps; default 0. */
-  double min_lr_ratio;               /**< Cosine schedule: final / peak rate in [0, 1]; default 0. */
-  double beta1;                      /**< AdamW beta1 in [0, 1); default 0.9. */
-  double beta2;                      /**< AdamW beta2 in [0, 1); default 0.999. */
-  double adam_epsilon;               /**< AdamW epsilon > 0; default 1e-8. */
-  double weight_decay;               /**< >= 0, on matrices only (not norms, biases); default 0.01. */
-  double max_grad_norm;              /**< Global L2 clipping; 0 turns it off. Default 1. */
-  float temperature;                 /**< Training log-probs are log softmax(logits / temperature) over the
-                                          whole vocabulary (> 0; default 1): use the sampling temperature with
-                                          top_k 0 and top_p 1 for log-probs equal to the generator's. */
-  int64_t micro_batch_tokens;        /**< Tokens per micro-batch (>= 1; default 2048): activations of one
-                                          micro-batch are kept for its backward pass. */
-  int32_t recalibrate_after_step;    /**< Non-zero (default): fp8rl_trainer_recalibrate() after every step. */
-  double calibration_percentile;     /**< Of the per-token Q/K/V maxima, in (0, 100]; default 99.9. */
-  double calibration_margin;         /**< >= 1; default 1.05. */
-  double calibration_max_value;      /**< The FP8 magnitude the percentile maps to; default 448. */
-  uint64_t seed;                     /**< Seed of fp8rl_trainer_next_seeds(); default 0. */
-  int64_t minibatches;               /**< Optimizer steps per fp8rl_trainer_iterate() (>= 1; default 1): the
-                                          batch's sequences in this many consecutive mini-batches of near-equal
-                                          count (mini-batch k starts at sequence k * num_sequences / minibatches). */
+  fp8rl_advantage_baseline baseline;     /**< Default ::FP8RL_BASELINE_GROUP_MEAN. */
+  int32_t normalize_by_std;              /**< Non-zero: divide advantages by the group's std + epsilon. Default 0. */
+  int32_t sample_std;                    /**< Non-zero (default): sample std (n - 1); 0: population std. */
+  double advantage_epsilon;              /**< >= 0; default 1e-6. */
+  double learning_rate;                  /**< Peak learning rate >= 0; default 1e-6. */
+  fp8rl_lr_schedule schedule;            /**< Default ::FP8RL_LR_CONSTANT. */
+  int64_t warmup_steps;                  /**< >= 0; default 0. */
+  int64_t total_steps;                   /**< Cosine schedule: warmup + decay steps; default 0. */
+  double min_lr_ratio;                   /**< Cosine schedule: final / peak rate in [0, 1]; default 0. */
+  double beta1;                          /**< AdamW beta1 in [0, 1); default 0.9. */
+  double beta2;                          /**< AdamW beta2 in [0, 1); default 0.999. */
+  double adam_epsilon;                   /**< AdamW epsilon > 0; default 1e-8. */
+  double weight_decay;                   /**< >= 0, on matrices only (not norms, biases); default 0.01. */
+  double max_grad_norm;                  /**< Global L2 clipping; 0 turns it off. Default 1. */
+  float temperature;                     /**< Training log-probs are log softmax(logits / temperature) over the
+                                              whole vocabulary (> 0; default 1): use the sampling temperature with
+                                              top_k 0 and top_p 1 for log-probs equal to the generator's. */
+  int64_t micro_batch_tokens;            /**< Tokens per micro-batch (>= 1; default 2048): activations of one
+                                              micro-batch are kept for its backward pass. */
+  int32_t recalibrate_after_step;        /**< Non-zero (default): fp8rl_trainer_recalibrate() after every step. */
+  fp8rl_calibration_options calibration; /**< How recalibration sets the Q/K/V scales from the training forward
+                                              pass, with the defaults of fp8rl_calibration_options_init(). */
+  uint64_t seed;                         /**< Seed of fp8rl_trainer_next_seeds(); default 0. */
+  int64_t minibatches;                   /**< Optimizer steps per fp8rl_trainer_iterate() (>= 1; default 1): the
+                                              batch's sequences in this many consecutive mini-batches of near-equal
+                                              count (mini-batch k starts at sequence k * num_sequences / minibatches). */
 } fp8rl_trainer_options;
 
 /**
- * @brief Fills @p options with the defaults each field documents.
+ * @brief Fills @p options with the defaults each field documents; the embedded
+ *        importance and calibration options as their own _init functions fill
+ *        them, struct_size included.
  * @param[out] options The struct to fill; struct_size is set.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL.
  * Thread-safe.

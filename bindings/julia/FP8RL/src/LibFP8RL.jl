@@ -256,9 +256,7 @@ struct fp8rl_trainer_options
     loss::fp8rl_loss_kind
     clip_low::Cdouble
     clip_high::Cdouble
-    importance_mode::fp8rl_importance_mode
-    importance_low::Cdouble
-    importance_high::Cdouble
+    importance::fp8rl_importance_options
     kl_coefficient::Cdouble
     kl_estimator::fp8rl_kl_estimator
     aggregation::fp8rl_aggregation
@@ -280,9 +278,7 @@ struct fp8rl_trainer_options
     temperature::Cfloat
     micro_batch_tokens::Int64
     recalibrate_after_step::Int32
-    calibration_percentile::Cdouble
-    calibration_margin::Cdouble
-    calibration_max_value::Cdouble
+    calibration::fp8rl_calibration_options
     seed::UInt64
     minibatches::Int64
 end
