@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     batch.logp_gen = logprobs;
     batch.rewards = rewards;
     fp8rl_train_metrics metrics;
-    metrics.struct_size = sizeof(metrics);
+    CHECK(fp8rl_train_metrics_init(&metrics));
     CHECK(fp8rl_trainer_step(trainer, &batch, &metrics));
     printf("step %2d  reward %.3f  grad norm %.3f  token_mult_prob_error %.6f  recalibration %.1f%%\n", step,
            reward_sum / SEQS, metrics.grad_norm, metrics.token_mult_prob_error, 100.0 * metrics.recalibration_fraction);

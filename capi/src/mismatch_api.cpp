@@ -40,6 +40,10 @@ FP8RL_API fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* o
   });
 }
 
+FP8RL_API fp8rl_status fp8rl_mismatch_metrics_init(fp8rl_mismatch_metrics* metrics) {
+  return guarded(__func__, [&] { init_struct(metrics, "metrics"); });
+}
+
 FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, const float* logp_gen,
                                                       const int64_t* offsets, int64_t num_sequences,
                                                       const fp8rl_importance_options* options,

@@ -195,6 +195,10 @@ FP8RL_API fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch) {
   });
 }
 
+FP8RL_API fp8rl_status fp8rl_train_metrics_init(fp8rl_train_metrics* metrics) {
+  return guarded(__func__, [&] { init_struct(metrics, "metrics"); });
+}
+
 FP8RL_API fp8rl_status fp8rl_trainer_create(fp8rl_policy* policy, const fp8rl_trainer_options* options,
                                             fp8rl_trainer** out_trainer) {
   return guarded(__func__, [&] {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -95,7 +96,7 @@ StepData rollout_step(fp8rl_policy* policy, fp8rl_trainer* trainer) {
 
 fp8rl_train_metrics train(fp8rl_trainer* trainer, const StepData& step) {
   fp8rl_train_metrics metrics;
-  metrics.struct_size = sizeof(metrics);
+  REQUIRE(fp8rl_train_metrics_init(&metrics) == FP8RL_OK);
   const fp8rl_train_batch batch = step.batch();
   REQUIRE_MESSAGE(fp8rl_trainer_step(trainer, &batch, &metrics) == FP8RL_OK, std::string(fp8rl_last_error_message()));
   return metrics;
@@ -249,7 +250,7 @@ TEST_CASE("training functions refuse bad input with a message and change nothing
 
   const StepData step = rollout_step(policy.get(), live.get());
   fp8rl_train_metrics metrics;
-  metrics.struct_size = sizeof(metrics);
+  REQUIRE(fp8rl_train_metrics_init(&metrics) == FP8RL_OK);
   fp8rl_train_batch batch = step.batch();
   batch.num_completion_tokens += 1;
   check_error(fp8rl_trainer_step(live.get(), &batch, &metrics), FP8RL_ERROR_INVALID_ARGUMENT, "num_completion_tokens");
@@ -318,8 +319,10 @@ TEST_CASE("copying weights into a generator of another recipe, and memory report
 
   int64_t parameters = 0;
   REQUIRE(fp8rl_policy_parameter_count(learner.get(), &parameters) == FP8RL_OK);
-  fp8rl_memory_report bf16_report{}, fp8_report{}, trainer_report{};
-  bf16_report.struct_size = fp8_report.struct_size = trainer_report.struct_size = sizeof(fp8rl_memory_report);
+  fp8rl_memory_report bf16_report, fp8_report, trainer_report;
+  REQUIRE(fp8rl_memory_report_init(&bf16_report) == FP8RL_OK);
+  REQUIRE(fp8rl_memory_report_init(&fp8_report) == FP8RL_OK);
+  REQUIRE(fp8rl_memory_report_init(&trainer_report) == FP8RL_OK);
   REQUIRE(fp8rl_policy_memory(learner.get(), &bf16_report) == FP8RL_OK);
   generator.set_recipe(fp8_everything_recipe());
   REQUIRE(fp8rl_policy_memory(generator.get(), &fp8_report) == FP8RL_OK);
@@ -336,13 +339,34 @@ TEST_CASE("copying weights into a generator of another recipe, and memory report
   check_error(fp8rl_policy_memory(learner.get(), &old), FP8RL_ERROR_VERSION_MISMATCH, "struct_size");
 }
 
+// What the _init function of each struct the library fills leaves in it: struct_size and zeros.
+template <class Struct>
+void check_zeroed_with_size(fp8rl_status (*init)(Struct*), const char* name) {
+  CAPTURE(name);
+  Struct value;
+  std::memset(&value, 0xAB, sizeof(value));
+  REQUIRE(init(&value) == FP8RL_OK);
+  CHECK(value.struct_size == sizeof(Struct));
+  Struct zero;
+  std::memset(&zero, 0, sizeof(Struct));
+  zero.struct_size = sizeof(Struct);
+  CHECK(std::memcmp(&value, &zero, sizeof(Struct)) == 0);
+  check_error(init(nullptr), FP8RL_ERROR_INVALID_ARGUMENT, "NULL");
+}
+
+TEST_CASE("the output structs' _init functions set struct_size and zero the rest") {
+  check_zeroed_with_size(fp8rl_train_metrics_init, "fp8rl_train_metrics");
+  check_zeroed_with_size(fp8rl_memory_report_init, "fp8rl_memory_report");
+  check_zeroed_with_size(fp8rl_mismatch_metrics_init, "fp8rl_mismatch_metrics");
+}
+
 }  // namespace capi_test
 
 namespace capi_test {
 
 fp8rl_train_metrics sized_metrics() {
-  fp8rl_train_metrics metrics{};
-  metrics.struct_size = sizeof(metrics);
+  fp8rl_train_metrics metrics;
+  REQUIRE(fp8rl_train_metrics_init(&metrics) == FP8RL_OK);
   return metrics;
 }
 

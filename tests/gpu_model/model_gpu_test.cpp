@@ -200,7 +200,7 @@ fp8rl_train_metrics train(Session& session, const Batch& b) {
   batch.logp_gen = b.logp_gen.data();
   batch.rewards = b.rewards.data();
   fp8rl_train_metrics metrics;
-  metrics.struct_size = sizeof metrics;
+  REQUIRE_OK(fp8rl_train_metrics_init(&metrics));
   REQUIRE_OK(fp8rl_trainer_step(session.trainer.get(), &batch, &metrics));
   return metrics;
 }

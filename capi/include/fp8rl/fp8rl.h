@@ -15,6 +15,9 @@
  *    rules. Its size is part of the outer struct's layout, so an embedded
  *    struct gains fields only in a release that may change layouts (a new
  *    major version, or a 0.x minor one).
+ *  - Structs the library fills (metrics, reports) start with `struct_size`
+ *    too: their `_init` function sets it and zeroes the rest, and the library
+ *    writes only the fields that size covers.
  *  - Arrays cross the ABI as pointer + element count; the caller owns them.
  *  - Handles are opaque, created by `_create` and released by `_destroy`.
  *  - No function aborts, exits, or writes to stdout; diagnostics go to the
@@ -558,7 +561,7 @@ FP8RL_API fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, 
 
 /** Bytes a policy (and its trainer) hold, by component. */
 typedef struct fp8rl_memory_report {
-  uint32_t struct_size;     /**< Set by the caller to sizeof(fp8rl_memory_report). */
+  uint32_t struct_size;     /**< sizeof(fp8rl_memory_report), set by the init function. */
   int64_t master_weights;   /**< FP32 master weights (host). */
   int64_t compute_weights;  /**< The recipe's compute copies on the backend (BF16 / E4M3 codes and scales). */
   int64_t gradients;        /**< Trainer: FP32 gradients on the backend (0 for a policy). */
@@ -567,9 +570,20 @@ typedef struct fp8rl_memory_report {
 } fp8rl_memory_report;
 
 /**
+ * @brief Prepares @p report for fp8rl_policy_memory() or fp8rl_trainer_memory():
+ *        sets struct_size and zeroes the other fields.
+ * @param[out] report Caller-owned struct to fill.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if @p report is NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_memory_report_init(fp8rl_memory_report* report);
+
+/**
  * @brief The memory a policy holds, by component (the trainer-only fields are 0).
  * @param policy A valid policy.
- * @param[out] out_report Receives the report; out_report->struct_size must be set.
+ * @param[out] out_report Receives the report; out_report->struct_size must be set
+ *             (fp8rl_memory_report_init() sets it).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
  * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
  * Thread-safe; serialized with calls on the policy's context.
@@ -919,7 +933,7 @@ typedef struct fp8rl_importance_options {
 
 /** Mismatch metrics over a batch of completion tokens. */
 typedef struct fp8rl_mismatch_metrics {
-  uint32_t struct_size;         /**< Set by the caller to sizeof(fp8rl_mismatch_metrics). */
+  uint32_t struct_size;         /**< sizeof(fp8rl_mismatch_metrics), set by the init function. */
   int64_t tokens;               /**< Tokens measured. */
   int64_t non_finite_tokens;    /**< Tokens with a non-finite logp_gen, left out of the means below. */
   double token_mult_prob_error; /**< Mean exp(|logp_old - logp_gen|); 1 when identical. */
@@ -942,6 +956,16 @@ typedef struct fp8rl_mismatch_metrics {
 FP8RL_API fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* options);
 
 /**
+ * @brief Prepares @p metrics for fp8rl_mismatch_metrics_compute(): sets
+ *        struct_size and zeroes the other fields.
+ * @param[out] metrics Caller-owned struct to fill.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if @p metrics is NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_mismatch_metrics_init(fp8rl_mismatch_metrics* metrics);
+
+/**
  * @brief Computes the mismatch metrics of a batch of completions.
  *
  * Sequence i's tokens are [offsets[i], offsets[i + 1]) of both arrays, as
@@ -951,7 +975,8 @@ FP8RL_API fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* o
  * @param offsets Caller-owned, num_sequences + 1 offsets: 0 first, non-decreasing.
  * @param num_sequences Number of sequences (> 0).
  * @param options Importance-weight options; read only during the call.
- * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set.
+ * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set
+ *             (fp8rl_mismatch_metrics_init() sets it).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed offsets or bad options.
  * @retval FP8RL_ERROR_NON_FINITE for a NaN or infinite logp_old (the message names the token).
  * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
@@ -990,7 +1015,8 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, con
  *    fp8rl_train_batch batch;
  *    fp8rl_train_batch_init(&batch);
  *    // batch.tokens, offsets, num_sequences, prompt_lengths, logp_gen, rewards ...
- *    fp8rl_train_metrics metrics = {sizeof(metrics)};
+ *    fp8rl_train_metrics metrics;
+ *    fp8rl_train_metrics_init(&metrics);
  *    fp8rl_trainer_iterate(trainer, &batch, &metrics, NULL, 0);  // options.minibatches steps
  *    fp8rl_rollout_destroy(rollout);
  *  }
@@ -1119,7 +1145,8 @@ FP8RL_API fp8rl_status fp8rl_trainer_destroy(fp8rl_trainer* trainer);
 /**
  * @brief The memory the trainer and its policy hold, by component.
  * @param trainer A valid trainer.
- * @param[out] out_report Receives the report; out_report->struct_size must be set.
+ * @param[out] out_report Receives the report; out_report->struct_size must be set
+ *             (fp8rl_memory_report_init() sets it).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
  * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
  * Thread-safe; serialized with calls on the policy's context.
@@ -1173,7 +1200,7 @@ FP8RL_API fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch);
  * single mini-batch's metrics leave them 0).
  */
 typedef struct fp8rl_train_metrics {
-  uint32_t struct_size;          /**< Set by the caller to sizeof(fp8rl_train_metrics). */
+  uint32_t struct_size;          /**< sizeof(fp8rl_train_metrics), set by the init function. */
   int64_t step;                  /**< Steps taken, this one (or the iteration's last) included. */
   int32_t skipped;               /**< Non-zero: the gradient was not finite; weights, optimizer state and
                                       scales are unchanged (the message is logged at warning level). */
@@ -1211,11 +1238,22 @@ typedef struct fp8rl_train_metrics {
 } fp8rl_train_metrics;
 
 /**
+ * @brief Prepares @p metrics for fp8rl_trainer_step() or fp8rl_trainer_iterate():
+ *        sets struct_size and zeroes the other fields.
+ * @param[out] metrics Caller-owned struct to fill.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if @p metrics is NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_train_metrics_init(fp8rl_train_metrics* metrics);
+
+/**
  * @brief One training step on a batch: the one-mini-batch iteration
  *        (fp8rl_trainer_iterate() with minibatches = 1, whatever the options say).
  * @param trainer A valid trainer.
  * @param batch The batch; read only during the call.
- * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set.
+ * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set
+ *             (fp8rl_train_metrics_init() sets it).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed sequences, prompt lengths or
  *         counts, a missing or extra array for the loss (the message names it); nothing changes then.
  * @retval FP8RL_ERROR_NON_FINITE for NaN/Inf rewards, advantages, or log-probs where the loss reads them.
@@ -1243,9 +1281,10 @@ FP8RL_API fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_tr
  * @param trainer A valid trainer.
  * @param batch The batch, with at least options.minibatches sequences; read only during the call.
  * @param[out] out_iteration Receives the whole iteration's metrics (see ::fp8rl_train_metrics);
- *             out_iteration->struct_size must be set.
+ *             out_iteration->struct_size must be set (fp8rl_train_metrics_init() sets it).
  * @param[out] out_minibatches NULL, or caller-owned metrics of each step in order, each with
- *             struct_size set; @p capacity must then be at least options.minibatches.
+ *             struct_size set (fp8rl_train_metrics_init() on each); @p capacity must then be at
+ *             least options.minibatches.
  * @param capacity Entries of @p out_minibatches (0 when NULL).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT as fp8rl_trainer_step(), and for fewer sequences than
  *         minibatches or a too small capacity; nothing changes then.

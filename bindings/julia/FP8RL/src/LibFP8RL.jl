@@ -586,6 +586,17 @@ function fp8rl_policy_parameter_count(policy, out_count)
 end
 
 """
+    fp8rl_memory_report_init(report)
+
+```c
+fp8rl_status fp8rl_memory_report_init(fp8rl_memory_report* report)
+```
+"""
+function fp8rl_memory_report_init(report)
+    @ccall $(_symbol(:fp8rl_memory_report_init))(report::Ptr{fp8rl_memory_report})::fp8rl_status
+end
+
+"""
     fp8rl_policy_memory(policy, out_report)
 
 ```c
@@ -773,6 +784,17 @@ function fp8rl_importance_options_init(options)
 end
 
 """
+    fp8rl_mismatch_metrics_init(metrics)
+
+```c
+fp8rl_status fp8rl_mismatch_metrics_init(fp8rl_mismatch_metrics* metrics)
+```
+"""
+function fp8rl_mismatch_metrics_init(metrics)
+    @ccall $(_symbol(:fp8rl_mismatch_metrics_init))(metrics::Ptr{fp8rl_mismatch_metrics})::fp8rl_status
+end
+
+"""
     fp8rl_mismatch_metrics_compute(logp_old, logp_gen, offsets, num_sequences, options, out_metrics)
 
 ```c
@@ -836,6 +858,17 @@ fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch)
 """
 function fp8rl_train_batch_init(batch)
     @ccall $(_symbol(:fp8rl_train_batch_init))(batch::Ptr{fp8rl_train_batch})::fp8rl_status
+end
+
+"""
+    fp8rl_train_metrics_init(metrics)
+
+```c
+fp8rl_status fp8rl_train_metrics_init(fp8rl_train_metrics* metrics)
+```
+"""
+function fp8rl_train_metrics_init(metrics)
+    @ccall $(_symbol(:fp8rl_train_metrics_init))(metrics::Ptr{fp8rl_train_metrics})::fp8rl_status
 end
 
 """

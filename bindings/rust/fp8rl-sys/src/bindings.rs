@@ -449,6 +449,8 @@ extern "C" {
     pub fn fp8rl_policy_get_config(policy: *const fp8rl_policy, out_config: *mut fp8rl_model_config) -> fp8rl_status;
     /// `fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, int64_t* out_count)`
     pub fn fp8rl_policy_parameter_count(policy: *const fp8rl_policy, out_count: *mut i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_memory_report_init(fp8rl_memory_report* report)`
+    pub fn fp8rl_memory_report_init(report: *mut fp8rl_memory_report) -> fp8rl_status;
     /// `fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_memory_report* out_report)`
     pub fn fp8rl_policy_memory(policy: *const fp8rl_policy, out_report: *mut fp8rl_memory_report) -> fp8rl_status;
     /// `fp8rl_status fp8rl_policy_copy_weights(fp8rl_policy* destination, const fp8rl_policy* source)`
@@ -483,6 +485,8 @@ extern "C" {
     pub fn fp8rl_rollout_destroy(rollout: *mut fp8rl_rollout) -> fp8rl_status;
     /// `fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* options)`
     pub fn fp8rl_importance_options_init(options: *mut fp8rl_importance_options) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_mismatch_metrics_init(fp8rl_mismatch_metrics* metrics)`
+    pub fn fp8rl_mismatch_metrics_init(metrics: *mut fp8rl_mismatch_metrics) -> fp8rl_status;
     /// `fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, const float* logp_gen, const int64_t* offsets, int64_t num_sequences, const fp8rl_importance_options* options, fp8rl_mismatch_metrics* out_metrics)`
     pub fn fp8rl_mismatch_metrics_compute(logp_old: *const f32, logp_gen: *const f32, offsets: *const i64, num_sequences: i64, options: *const fp8rl_importance_options, out_metrics: *mut fp8rl_mismatch_metrics) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_options_init(fp8rl_trainer_options* options)`
@@ -495,6 +499,8 @@ extern "C" {
     pub fn fp8rl_trainer_memory(trainer: *const fp8rl_trainer, out_report: *mut fp8rl_memory_report) -> fp8rl_status;
     /// `fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch)`
     pub fn fp8rl_train_batch_init(batch: *mut fp8rl_train_batch) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_train_metrics_init(fp8rl_train_metrics* metrics)`
+    pub fn fp8rl_train_metrics_init(metrics: *mut fp8rl_train_metrics) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_train_batch* batch, fp8rl_train_metrics* out_metrics)`
     pub fn fp8rl_trainer_step(trainer: *mut fp8rl_trainer, batch: *const fp8rl_train_batch, out_metrics: *mut fp8rl_train_metrics) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_iterate(fp8rl_trainer* trainer, const fp8rl_train_batch* batch, fp8rl_train_metrics* out_iteration, fp8rl_train_metrics* out_minibatches, int64_t capacity)`
@@ -826,6 +832,7 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_policy_destroy",
     "fp8rl_policy_get_config",
     "fp8rl_policy_parameter_count",
+    "fp8rl_memory_report_init",
     "fp8rl_policy_memory",
     "fp8rl_policy_copy_weights",
     "fp8rl_policy_set_recipe",
@@ -843,12 +850,14 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_rollout_copy",
     "fp8rl_rollout_destroy",
     "fp8rl_importance_options_init",
+    "fp8rl_mismatch_metrics_init",
     "fp8rl_mismatch_metrics_compute",
     "fp8rl_trainer_options_init",
     "fp8rl_trainer_create",
     "fp8rl_trainer_destroy",
     "fp8rl_trainer_memory",
     "fp8rl_train_batch_init",
+    "fp8rl_train_metrics_init",
     "fp8rl_trainer_step",
     "fp8rl_trainer_iterate",
     "fp8rl_trainer_recompute_logprobs",
