@@ -311,7 +311,8 @@ EXPECTED_METRICS = {
     "is_weight_mean": float, "is_truncated_fraction": float, "is_masked_fraction": float, "sequences": int,
     "completion_tokens": int, "trained_tokens": int, "tokens_per_second": float, "generation_seconds": float,
     "recompute_seconds": float, "train_seconds": float, "recalibration_seconds": float,
-    "recalibration_fraction": float,
+    "recalibration_fraction": float, "ratio_min": float, "ratio_max": float, "old_policy_kl": float,
+    "minibatches": int,
 }
 MISMATCH = ("token_mult_prob_error", "gen_kl_error", "is_weight_mean", "is_truncated_fraction", "is_masked_fraction")
 
@@ -328,6 +329,8 @@ def test_metrics_have_the_documented_keys_types_and_values(policy):
     assert metrics["reward_mean"] == pytest.approx(0.375)
     assert metrics["generation_seconds"] == rollouts.generation_seconds > 0
     assert metrics["has_mismatch"] and metrics["ratio_mean"] == 1.0  # on-policy
+    assert metrics["ratio_min"] == metrics["ratio_max"] == 1.0 and metrics["old_policy_kl"] == 0.0
+    assert metrics["minibatches"] == 1
     assert metrics["kl_k1"] == metrics["kl_k3"] == 0.0  # no reference
     assert policy.train_step(rollouts, rewards=[1.0, 0.0, 0.5, 0.0])["step"] == 2
 
