@@ -7,9 +7,16 @@ use crate::enums::ImportanceMode;
 use crate::error::{check, Error, Result};
 
 c_options! {
-    /// Importance-weight options (`fp8rl_importance_options`).
+    /// Importance-weight options (`fp8rl_importance_options`): of
+    /// [`mismatch_metrics`] and of a trainer ([`TrainerOptions::importance`](crate::TrainerOptions::importance)).
+    ///
+    /// The default mode is [`ImportanceMode::Off`]: generation and training
+    /// share one engine, so in one recipe the log-probs agree bit for bit and
+    /// every weight is 1, while any other mode makes a policy-gradient step
+    /// need the generator's log-probs. Turn it on ([`ImportanceMode::Truncated`]
+    /// with `high` 2) when the generator runs another recipe than the trainer.
     pub struct ImportanceOptions: sys::fp8rl_importance_options = sys::fp8rl_importance_options_init {
-        /// Default [`ImportanceMode::Truncated`].
+        /// Default [`ImportanceMode::Off`].
         mode: ImportanceMode,
         /// Lower bound, >= 0; default 0.
         low: f64,
@@ -20,7 +27,7 @@ c_options! {
 
 c_output! {
     /// Mismatch metrics over a batch of completion tokens (`fp8rl_mismatch_metrics`).
-    pub struct MismatchMetrics: sys::fp8rl_mismatch_metrics {
+    pub struct MismatchMetrics: sys::fp8rl_mismatch_metrics = sys::fp8rl_mismatch_metrics_init {
         /// Tokens measured.
         tokens: i64,
         /// Tokens with a non-finite logp_gen, left out of the means below.
