@@ -1,28 +1,6 @@
 # How far the generator's log-probs are from the training policy's recomputation of the same tokens.
 
 """
-    ImportanceOptions(; mode = :truncated, low = 0.0, high = 2.0)
-
-How importance weights w = exp(logp_old - logp_gen) are formed
-(`fp8rl_importance_options`; defaults from `fp8rl_importance_options_init`):
-`:off` (w = 1), `:plain`, `:truncated` (clamped to [low, high]),
-`:token_masked` (0 outside [low, high]) or `:sequence_masked` (a whole
-sequence gets 0 when the geometric mean of its weights is outside [low, high]).
-"""
-struct ImportanceOptions <: _Options
-    mode::Union{Symbol,Int32}
-    low::Float64
-    high::Float64
-end
-
-_enums(::Type{ImportanceOptions}) = (mode = _IMPORTANCE_MODE,)
-
-ImportanceOptions(; fields...) =
-    _with(_from_c(ImportanceOptions, _c_defaults(L.fp8rl_importance_options)); fields...)
-
-_to_c(options::ImportanceOptions) = _to_c_fields(options, _c_defaults(L.fp8rl_importance_options))
-
-"""
     mismatch_metrics(logp_old, logp_gen; importance = ImportanceOptions()) -> NamedTuple
     mismatch_metrics(logp_old, logp_gen, offsets; importance = ImportanceOptions()) -> NamedTuple
 
@@ -48,7 +26,7 @@ function mismatch_metrics(logp_old::AbstractVector{<:Real}, logp_gen::AbstractVe
     sequence_offsets = _offsets(offsets, total, "mismatch_metrics: offsets")
     old = _float_vector(logp_old, total, "mismatch_metrics: logp_old")
     gen = _float_vector(logp_gen, total, "mismatch_metrics: logp_gen"; allow_non_finite = true)
-    metrics = Ref(_c_output(L.fp8rl_mismatch_metrics))
+    metrics = Ref(_c_defaults(L.fp8rl_mismatch_metrics))
     check(L.fp8rl_mismatch_metrics_compute(old, gen, sequence_offsets, length(sequence_offsets) - 1,
                                            Ref(_to_c(importance)), metrics))
     return _fields(metrics[])
