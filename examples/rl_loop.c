@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   CHECK(fp8rl_trainer_options_init(&options));
   options.learning_rate = 1e-2;
   options.group_size = GROUP;
-  options.importance_mode = FP8RL_IMPORTANCE_TRUNCATED;
+  options.importance.mode = FP8RL_IMPORTANCE_TRUNCATED;
   CHECK(fp8rl_trainer_create(policy, &options, &trainer));
   fp8rl_sampling_options sampling;
   CHECK(fp8rl_sampling_options_init(&sampling));
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     batch.logp_gen = logprobs;
     batch.rewards = rewards;
     fp8rl_train_metrics metrics;
-    metrics.struct_size = sizeof(metrics);
+    CHECK(fp8rl_train_metrics_init(&metrics));
     CHECK(fp8rl_trainer_step(trainer, &batch, &metrics));
     printf("step %2d  reward %.3f  grad norm %.3f  token_mult_prob_error %.6f  recalibration %.1f%%\n", step,
            reward_sum / SEQS, metrics.grad_norm, metrics.token_mult_prob_error, 100.0 * metrics.recalibration_fraction);

@@ -25,20 +25,41 @@ fp8rl_status guarded(const char* function, Body&& body) noexcept {
   }
 }
 
-// Copies a caller's options struct, honouring struct_size: a smaller struct
-// from an older header keeps the defaults for the fields it lacks.
+namespace detail {
+
+// The struct_size rule: the first struct_size bytes of `given` over the
+// defaults, so a smaller struct from an older header keeps the defaults for
+// the fields it lacks. `size_field` names given's struct_size in messages.
 template <class Options>
-Options read_options(const Options* given, const Options& defaults, const char* name) {
-  require(given != nullptr, std::string(name) + " is NULL");
+Options merge_known_fields(const Options* given, const Options& defaults, const std::string& size_field) {
   const uint32_t size = given->struct_size;
   if (size <= sizeof(uint32_t) || size > sizeof(Options))
-    fail(Status::version_mismatch, std::string(name) + "->struct_size is " + std::to_string(size) +
-                                       "; this library expects at most " + std::to_string(sizeof(Options)) +
+    fail(Status::version_mismatch, size_field + " is " + std::to_string(size) + "; this library expects at most " +
+                                       std::to_string(sizeof(Options)) +
                                        " (call the _init function first, and check header and library versions)");
   Options result = defaults;
   std::memcpy(static_cast<void*>(&result), given, size);
   result.struct_size = sizeof(Options);
   return result;
+}
+
+}  // namespace detail
+
+// Copies a caller's options struct, honouring struct_size: a smaller struct
+// from an older header keeps the defaults for the fields it lacks.
+template <class Options>
+Options read_options(const Options* given, const Options& defaults, const char* name) {
+  require(given != nullptr, std::string(name) + " is NULL");
+  return detail::merge_known_fields(given, defaults, std::string(name) + "->struct_size");
+}
+
+// An options struct embedded in another (fp8rl_trainer_options::importance),
+// taken from the outer struct after read_options() read that: by the same
+// rule, on its own struct_size. Where the caller's outer struct ends before
+// it, read_options() left it the defaults, struct_size included.
+template <class Options>
+Options read_embedded_options(const Options& embedded, const Options& defaults, const std::string& name) {
+  return detail::merge_known_fields(&embedded, defaults, name + ".struct_size");
 }
 
 }  // namespace fp8rl::capi

@@ -3,29 +3,37 @@
 #include "api_guard.h"
 #include "core/policy/calibration.h"
 #include "handles.h"
+#include "options_convert.h"
 
 using namespace fp8rl::capi;
 
-namespace {
+namespace fp8rl::capi {
 
-fp8rl_calibration_options default_calibration_options() {
-  const fp8rl::policy::CalibrationOptions defaults;
-  fp8rl_calibration_options options{};
-  options.struct_size = sizeof(options);
-  options.percentile = defaults.percentile;
-  options.margin = defaults.margin;
-  options.max_value = defaults.max_value;
-  return options;
+fp8rl_calibration_options to_public(const policy::CalibrationOptions& options) {
+  fp8rl_calibration_options result{};
+  result.struct_size = sizeof(result);
+  result.percentile = options.percentile;
+  result.margin = options.margin;
+  result.max_value = options.max_value;
+  return result;
 }
 
-}  // namespace
+policy::CalibrationOptions calibration_from(const fp8rl_calibration_options& options) {
+  policy::CalibrationOptions calibration;
+  calibration.percentile = options.percentile;
+  calibration.margin = options.margin;
+  calibration.max_value = options.max_value;
+  return calibration;
+}
+
+}  // namespace fp8rl::capi
 
 extern "C" {
 
 FP8RL_API fp8rl_status fp8rl_calibration_options_init(fp8rl_calibration_options* options) {
   return guarded(__func__, [&] {
     fp8rl::require(options != nullptr, "options is NULL");
-    *options = default_calibration_options();
+    *options = to_public(fp8rl::policy::CalibrationOptions{});
   });
 }
 
@@ -34,11 +42,8 @@ FP8RL_API fp8rl_status fp8rl_policy_recalibrate_attention_scales(fp8rl_policy* p
                                                                  const fp8rl_calibration_options* options) {
   return guarded(__func__, [&] {
     auto& impl = policy_of(policy);
-    const fp8rl_calibration_options given = read_options(options, default_calibration_options(), "options");
-    fp8rl::policy::CalibrationOptions calibration;
-    calibration.percentile = given.percentile;
-    calibration.margin = given.margin;
-    calibration.max_value = given.max_value;
+    const fp8rl::policy::CalibrationOptions calibration =
+        calibration_from(read_options(options, to_public(fp8rl::policy::CalibrationOptions{}), "options"));
     const fp8rl::rollout::TokenSequences sequences{tokens, offsets, num_sequences};
     const std::lock_guard<std::mutex> lock(policy->context->impl.mutex());
     fp8rl::policy::recalibrate_attention_scales(impl, sequences, calibration);

@@ -2,57 +2,62 @@
 
 #include "api_guard.h"
 #include "core/train/mismatch_metrics.h"
+#include "options_convert.h"
 #include "struct_output.h"
 
 using namespace fp8rl::capi;
 
-namespace {
+namespace fp8rl::capi {
 
-fp8rl_importance_options default_importance_options() {
-  fp8rl_importance_options options{};
-  options.struct_size = sizeof(options);
-  options.mode = FP8RL_IMPORTANCE_TRUNCATED;
-  options.low = 0.0;
-  options.high = 2.0;
-  return options;
+fp8rl_importance_options to_public(const train::ImportanceOptions& options) {
+  fp8rl_importance_options result{};
+  result.struct_size = sizeof(result);
+  result.mode = static_cast<fp8rl_importance_mode>(options.mode);
+  result.low = options.low;
+  result.high = options.high;
+  return result;
 }
 
-fp8rl::train::ImportanceOptions importance_from(const fp8rl_importance_options* given) {
-  const fp8rl_importance_options o = read_options(given, default_importance_options(), "options");
-  const auto mode = static_cast<uint32_t>(o.mode);
-  fp8rl::require(mode <= FP8RL_IMPORTANCE_SEQUENCE_MASKED,
-                 "options->mode " + std::to_string(mode) + " is not an fp8rl_importance_mode");
-  fp8rl::train::ImportanceOptions importance;
-  importance.mode = static_cast<fp8rl::train::ImportanceMode>(mode);
-  importance.low = o.low;
-  importance.high = o.high;
+train::ImportanceOptions importance_from(const fp8rl_importance_options& options, const std::string& name) {
+  const auto mode = static_cast<uint32_t>(options.mode);
+  require(mode <= FP8RL_IMPORTANCE_SEQUENCE_MASKED,
+          name + ".mode is " + std::to_string(mode) + ", not an fp8rl_importance_mode");
+  train::ImportanceOptions importance;
+  importance.mode = static_cast<train::ImportanceMode>(mode);
+  importance.low = options.low;
+  importance.high = options.high;
   return importance;
 }
 
-}  // namespace
+}  // namespace fp8rl::capi
 
 extern "C" {
 
 FP8RL_API fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* options) {
   return guarded(__func__, [&] {
     fp8rl::require(options != nullptr, "options is NULL");
-    *options = default_importance_options();
+    *options = to_public(fp8rl::train::ImportanceOptions{});
   });
 }
 
-FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, const float* logp_gen,
+FP8RL_API fp8rl_status fp8rl_mismatch_metrics_init(fp8rl_mismatch_metrics* metrics) {
+  return guarded(__func__, [&] { init_struct(metrics, "metrics"); });
+}
+
+FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, const float* logp_gen,
                                                       const int64_t* offsets, int64_t num_sequences,
                                                       const fp8rl_importance_options* options,
                                                       fp8rl_mismatch_metrics* out_metrics) {
   return guarded(__func__, [&] {
-    fp8rl::require(logp_train != nullptr, "logp_train is NULL");
+    fp8rl::require(logp_old != nullptr, "logp_old is NULL");
     fp8rl::require(logp_gen != nullptr, "logp_gen is NULL");
     fp8rl::require(out_metrics != nullptr, "out_metrics is NULL");
-    const fp8rl::train::ImportanceOptions importance = importance_from(options);
+    const fp8rl::train::ImportanceOptions importance =
+        importance_from(read_options(options, to_public(fp8rl::train::ImportanceOptions{}), "options"), "options");
     fp8rl::train::TokenBatch batch;
     batch.offsets = offsets;
     batch.count = num_sequences;
-    batch.logp_old = logp_train;
+    batch.logp_old = logp_old;
     batch.logp_gen = logp_gen;
     const fp8rl::train::MismatchMetrics m = fp8rl::train::mismatch_metrics(batch, importance);
     fp8rl_mismatch_metrics result{};

@@ -163,6 +163,10 @@ FP8RL_API fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, 
   });
 }
 
+FP8RL_API fp8rl_status fp8rl_memory_report_init(fp8rl_memory_report* report) {
+  return guarded(__func__, [&] { init_struct(report, "report"); });
+}
+
 FP8RL_API fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_memory_report* out_report) {
   return guarded(__func__, [&] {
     const auto& impl = policy_of(policy);

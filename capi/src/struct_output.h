@@ -1,6 +1,7 @@
 // The counterpart of read_options() for structs the library fills: the
-// caller's struct_size says how much of the struct it has, so a struct from an
-// older header receives only the fields it knows.
+// caller's struct_size (set by the struct's _init function, init_struct())
+// says how much of the struct it has, so a struct from an older header
+// receives only the fields it knows.
 #pragma once
 
 #include <cstring>
@@ -21,6 +22,15 @@ void write_struct(Struct* out, const Struct& value, const char* name) {
   Struct copy = value;
   copy.struct_size = size;
   std::memcpy(static_cast<void*>(out), &copy, size);
+}
+
+// The _init function of a struct the library fills: struct_size, and zero
+// bytes everywhere else (padding included, so callers may compare bytes).
+template <class Struct>
+void init_struct(Struct* out, const char* name) {
+  require(out != nullptr, std::string(name) + " is NULL");
+  std::memset(static_cast<void*>(out), 0, sizeof(Struct));
+  out->struct_size = sizeof(Struct);
 }
 
 }  // namespace fp8rl::capi

@@ -9,6 +9,7 @@
 #include "core/train/trainer.h"
 #include "core/train/training_state.h"
 #include "handles.h"
+#include "options_convert.h"
 #include "sequence_arrays.h"
 #include "struct_output.h"
 
@@ -24,9 +25,7 @@ fp8rl_trainer_options default_trainer_options() {
   o.loss = static_cast<fp8rl_loss_kind>(d.loss.kind);
   o.clip_low = d.loss.clip_low;
   o.clip_high = d.loss.clip_high;
-  o.importance_mode = static_cast<fp8rl_importance_mode>(d.loss.importance.mode);
-  o.importance_low = d.loss.importance.low;
-  o.importance_high = d.loss.importance.high;
+  o.importance = to_public(d.loss.importance);
   o.kl_coefficient = d.loss.kl_coefficient;
   o.kl_estimator = static_cast<fp8rl_kl_estimator>(d.loss.kl_estimator);
   o.aggregation = static_cast<fp8rl_aggregation>(d.loss.aggregation);
@@ -48,9 +47,7 @@ fp8rl_trainer_options default_trainer_options() {
   o.temperature = d.temperature;
   o.micro_batch_tokens = d.micro_batch_tokens;
   o.recalibrate_after_step = d.recalibrate_after_step ? 1 : 0;
-  o.calibration_percentile = d.calibration.percentile;
-  o.calibration_margin = d.calibration.margin;
-  o.calibration_max_value = d.calibration.max_value;
+  o.calibration = to_public(d.calibration);
   o.seed = d.seed;
   o.minibatches = d.minibatches;
   return o;
@@ -67,14 +64,14 @@ Internal enum_from(Public value, std::initializer_list<int64_t> valid, const cha
 
 // The core validates the values (validate_trainer_options); this checks the enums.
 train::TrainerOptions trainer_options_from(const fp8rl_trainer_options* given) {
-  const fp8rl_trainer_options o = read_options(given, default_trainer_options(), "options");
+  const fp8rl_trainer_options defaults = default_trainer_options();
+  const fp8rl_trainer_options o = read_options(given, defaults, "options");
   train::TrainerOptions t;
   t.loss.kind = enum_from<train::LossKind>(o.loss, {0, 1}, "loss");
   t.loss.clip_low = o.clip_low;
   t.loss.clip_high = o.clip_high;
-  t.loss.importance.mode = enum_from<train::ImportanceMode>(o.importance_mode, {0, 1, 2, 3, 4}, "importance_mode");
-  t.loss.importance.low = o.importance_low;
-  t.loss.importance.high = o.importance_high;
+  t.loss.importance = importance_from(read_embedded_options(o.importance, defaults.importance, "options->importance"),
+                                      "options->importance");
   t.loss.kl_coefficient = o.kl_coefficient;
   t.loss.kl_estimator = enum_from<train::KlEstimator>(o.kl_estimator, {1, 3}, "kl_estimator");
   t.loss.aggregation = enum_from<train::Aggregation>(o.aggregation, {0, 1}, "aggregation");
@@ -96,9 +93,7 @@ train::TrainerOptions trainer_options_from(const fp8rl_trainer_options* given) {
   t.temperature = o.temperature;
   t.micro_batch_tokens = o.micro_batch_tokens;
   t.recalibrate_after_step = o.recalibrate_after_step != 0;
-  t.calibration.percentile = o.calibration_percentile;
-  t.calibration.margin = o.calibration_margin;
-  t.calibration.max_value = o.calibration_max_value;
+  t.calibration = calibration_from(read_embedded_options(o.calibration, defaults.calibration, "options->calibration"));
   t.seed = o.seed;
   t.minibatches = o.minibatches;
   return t;
@@ -198,6 +193,10 @@ FP8RL_API fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch) {
     fp8rl::require(batch != nullptr, "batch is NULL");
     *batch = default_train_batch();
   });
+}
+
+FP8RL_API fp8rl_status fp8rl_train_metrics_init(fp8rl_train_metrics* metrics) {
+  return guarded(__func__, [&] { init_struct(metrics, "metrics"); });
 }
 
 FP8RL_API fp8rl_status fp8rl_trainer_create(fp8rl_policy* policy, const fp8rl_trainer_options* options,

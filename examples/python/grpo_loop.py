@@ -62,7 +62,8 @@ def main() -> int:
     sampling = fp8rl.SamplingParams(max_new_tokens=4, stop_at_eos=False)
     with fp8rl.Policy.random(config, seed=args.seed, recipe=fp8rl.Recipe.fp8_full()) as policy:
         policy.start_training(
-            loss=fp8rl.LossConfig(group_size=args.group, importance_mode=fp8rl.ImportanceMode.TRUNCATED),
+            loss=fp8rl.LossConfig(group_size=args.group,
+                                  importance=fp8rl.ImportanceConfig(mode=fp8rl.ImportanceMode.TRUNCATED)),
             optimizer=fp8rl.OptimizerConfig(learning_rate=1e-3),
             seed=args.seed)
         print(f"policy: {policy.parameter_count} parameters, recipe {policy.recipe}, on {policy.context.description}")

@@ -26,6 +26,7 @@ static int policy_round_trip(fp8rl_context* context) {
   int64_t sequence_offsets[2] = {0, 0};
   float q[2] = {1.0f, 1.0f};
   int64_t i;
+  fp8rl_memory_report report;
 
   if (fp8rl_model_config_init(&config) != FP8RL_OK) return 10;
   config.family = FP8RL_MODEL_FAMILY_LLAMA;
@@ -78,6 +79,8 @@ static int policy_round_trip(fp8rl_context* context) {
   if (fp8rl_rollout_destroy(rollout) != FP8RL_OK) return 32;
   if (fp8rl_policy_save(policy, NULL, FP8RL_DTYPE_F32) != FP8RL_ERROR_INVALID_ARGUMENT) return 33;
   if (fp8rl_policy_export_fp8(policy, NULL) != FP8RL_ERROR_INVALID_ARGUMENT) return 36;
+  if (fp8rl_memory_report_init(&report) != FP8RL_OK) return 37;
+  if (fp8rl_policy_memory(policy, &report) != FP8RL_OK || report.master_weights != parameters * 4) return 38;
   if (fp8rl_policy_load(context, NULL, &policy) != FP8RL_ERROR_INVALID_ARGUMENT) return 34;
   if (fp8rl_policy_destroy(policy) != FP8RL_OK) return 35;
   return 0;

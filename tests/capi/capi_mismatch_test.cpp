@@ -45,8 +45,8 @@ std::vector<float> recompute(fp8rl_policy* policy, const Batch& batch, const fp8
 
 fp8rl_mismatch_metrics metrics_of(const std::vector<float>& train, const Batch& batch,
                                   const fp8rl_importance_options& importance) {
-  fp8rl_mismatch_metrics metrics{};
-  metrics.struct_size = sizeof(metrics);
+  fp8rl_mismatch_metrics metrics;
+  REQUIRE(fp8rl_mismatch_metrics_init(&metrics) == FP8RL_OK);
   REQUIRE_MESSAGE(
       fp8rl_mismatch_metrics_compute(train.data(), batch.logp_gen.data(), batch.offsets.data(),
                                      static_cast<int64_t>(batch.offsets.size()) - 1, &importance, &metrics) == FP8RL_OK,
@@ -64,6 +64,7 @@ TEST_CASE("mismatch: the generator's own recipe recomputes its log-probs exactly
   const Batch batch = rollout_batch(policy.get(), mixed_prompts(), options);
   fp8rl_importance_options importance;
   REQUIRE(fp8rl_importance_options_init(&importance) == FP8RL_OK);
+  importance.mode = FP8RL_IMPORTANCE_TRUNCATED;  // the default is off: w = 1 whatever the log-probs
   const fp8rl_mismatch_metrics m = metrics_of(recompute(policy.get(), batch, options), batch, importance);
   CHECK(m.tokens == static_cast<int64_t>(batch.logp_gen.size()));
   CHECK(m.token_mult_prob_error == 1.0);
@@ -113,10 +114,10 @@ TEST_CASE("mismatch: NULLs, bad options, malformed offsets and NaN are refused")
   const std::vector<int64_t> offsets = {0, 2, 3};
   fp8rl_importance_options importance;
   REQUIRE(fp8rl_importance_options_init(&importance) == FP8RL_OK);
-  fp8rl_mismatch_metrics m{};
-  m.struct_size = sizeof(m);
+  fp8rl_mismatch_metrics m;
+  REQUIRE(fp8rl_mismatch_metrics_init(&m) == FP8RL_OK);
   check_error(fp8rl_mismatch_metrics_compute(nullptr, gen.data(), offsets.data(), 2, &importance, &m),
-              FP8RL_ERROR_INVALID_ARGUMENT, "logp_train");
+              FP8RL_ERROR_INVALID_ARGUMENT, "logp_old");
   check_error(fp8rl_mismatch_metrics_compute(train.data(), gen.data(), offsets.data(), 2, &importance, nullptr),
               FP8RL_ERROR_INVALID_ARGUMENT, "out_metrics");
   check_error(fp8rl_mismatch_metrics_compute(train.data(), gen.data(), offsets.data(), 2, nullptr, &m),

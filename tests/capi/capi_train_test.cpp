@@ -1,7 +1,9 @@
 // The training functions of the C API: a whole RL loop through the public
 // header, state save and resume, and the error paths.
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -33,7 +35,7 @@ fp8rl_trainer_options grpo_options() {
   REQUIRE(fp8rl_trainer_options_init(&options) == FP8RL_OK);
   options.learning_rate = 1e-3;
   options.group_size = 2;
-  options.importance_mode = FP8RL_IMPORTANCE_TRUNCATED;
+  options.importance.mode = FP8RL_IMPORTANCE_TRUNCATED;
   options.micro_batch_tokens = 24;
   return options;
 }
@@ -94,7 +96,7 @@ StepData rollout_step(fp8rl_policy* policy, fp8rl_trainer* trainer) {
 
 fp8rl_train_metrics train(fp8rl_trainer* trainer, const StepData& step) {
   fp8rl_train_metrics metrics;
-  metrics.struct_size = sizeof(metrics);
+  REQUIRE(fp8rl_train_metrics_init(&metrics) == FP8RL_OK);
   const fp8rl_train_batch batch = step.batch();
   REQUIRE_MESSAGE(fp8rl_trainer_step(trainer, &batch, &metrics) == FP8RL_OK, std::string(fp8rl_last_error_message()));
   return metrics;
@@ -181,14 +183,59 @@ TEST_CASE("a saved training state resumes bit for bit through the C API") {
   std::filesystem::remove(path);
 }
 
+TEST_CASE("trainer options embed the importance and calibration options: one default each, struct_size rules") {
+  fp8rl_trainer_options options;
+  REQUIRE(fp8rl_trainer_options_init(&options) == FP8RL_OK);
+  fp8rl_importance_options importance;
+  REQUIRE(fp8rl_importance_options_init(&importance) == FP8RL_OK);
+  fp8rl_calibration_options calibration;
+  REQUIRE(fp8rl_calibration_options_init(&calibration) == FP8RL_OK);
+  CHECK(options.importance.struct_size == sizeof(fp8rl_importance_options));
+  CHECK(options.importance.mode == importance.mode);
+  CHECK(options.importance.mode == FP8RL_IMPORTANCE_OFF);
+  CHECK(options.importance.low == importance.low);
+  CHECK(options.importance.high == importance.high);
+  CHECK(options.calibration.struct_size == sizeof(fp8rl_calibration_options));
+  CHECK(options.calibration.percentile == calibration.percentile);
+  CHECK(options.calibration.margin == calibration.margin);
+  CHECK(options.calibration.max_value == calibration.max_value);
+
+  CpuContext context;
+  Policy policy(context.get(), llama_config());
+  fp8rl_trainer* trainer = nullptr;
+  // An embedded struct is checked on its own struct_size, like a top-level one.
+  options = grpo_options();
+  options.importance.struct_size = 0;
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_VERSION_MISMATCH,
+              "options->importance.struct_size is 0");
+  options = grpo_options();
+  options.calibration.struct_size = sizeof(fp8rl_calibration_options) + 8;
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_VERSION_MISMATCH,
+              "options->calibration.struct_size");
+  CHECK(trainer == nullptr);
+  // A shorter embedded struct (an older header) keeps the defaults of the fields it lacks.
+  options = grpo_options();
+  options.importance.low = 0.5;
+  options.importance.high = -1.0;
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "high");
+  options.importance.struct_size = static_cast<uint32_t>(offsetof(fp8rl_importance_options, high));
+  { Trainer older(policy.get(), options); }  // high is the default, 2
+  // An outer struct that ends before an embedded one gives it the defaults, whole.
+  options = grpo_options();
+  options.calibration.struct_size = 0;
+  options.calibration.percentile = -1.0;
+  options.struct_size = static_cast<uint32_t>(offsetof(fp8rl_trainer_options, calibration));
+  { Trainer older(policy.get(), options); }
+}
+
 TEST_CASE("training functions refuse bad input with a message and change nothing") {
   CpuContext context;
   Policy policy(context.get(), llama_config());
   fp8rl_trainer_options options = grpo_options();
   fp8rl_trainer* trainer = nullptr;
 
-  options.importance_mode = static_cast<fp8rl_importance_mode>(9);
-  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "importance_mode");
+  options.importance.mode = static_cast<fp8rl_importance_mode>(9);
+  check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "importance.mode");
   options = grpo_options();
   options.temperature = 0.0f;
   check_error(fp8rl_trainer_create(policy.get(), &options, &trainer), FP8RL_ERROR_INVALID_ARGUMENT, "temperature");
@@ -203,7 +250,7 @@ TEST_CASE("training functions refuse bad input with a message and change nothing
 
   const StepData step = rollout_step(policy.get(), live.get());
   fp8rl_train_metrics metrics;
-  metrics.struct_size = sizeof(metrics);
+  REQUIRE(fp8rl_train_metrics_init(&metrics) == FP8RL_OK);
   fp8rl_train_batch batch = step.batch();
   batch.num_completion_tokens += 1;
   check_error(fp8rl_trainer_step(live.get(), &batch, &metrics), FP8RL_ERROR_INVALID_ARGUMENT, "num_completion_tokens");
@@ -272,8 +319,10 @@ TEST_CASE("copying weights into a generator of another recipe, and memory report
 
   int64_t parameters = 0;
   REQUIRE(fp8rl_policy_parameter_count(learner.get(), &parameters) == FP8RL_OK);
-  fp8rl_memory_report bf16_report{}, fp8_report{}, trainer_report{};
-  bf16_report.struct_size = fp8_report.struct_size = trainer_report.struct_size = sizeof(fp8rl_memory_report);
+  fp8rl_memory_report bf16_report, fp8_report, trainer_report;
+  REQUIRE(fp8rl_memory_report_init(&bf16_report) == FP8RL_OK);
+  REQUIRE(fp8rl_memory_report_init(&fp8_report) == FP8RL_OK);
+  REQUIRE(fp8rl_memory_report_init(&trainer_report) == FP8RL_OK);
   REQUIRE(fp8rl_policy_memory(learner.get(), &bf16_report) == FP8RL_OK);
   generator.set_recipe(fp8_everything_recipe());
   REQUIRE(fp8rl_policy_memory(generator.get(), &fp8_report) == FP8RL_OK);
@@ -294,13 +343,34 @@ TEST_CASE("copying weights into a generator of another recipe, and memory report
   check_error(fp8rl_policy_memory(learner.get(), &old), FP8RL_ERROR_VERSION_MISMATCH, "struct_size");
 }
 
+// What the _init function of each struct the library fills leaves in it: struct_size and zeros.
+template <class Struct>
+void check_zeroed_with_size(fp8rl_status (*init)(Struct*), const char* name) {
+  CAPTURE(name);
+  Struct value;
+  std::memset(&value, 0xAB, sizeof(value));
+  REQUIRE(init(&value) == FP8RL_OK);
+  CHECK(value.struct_size == sizeof(Struct));
+  Struct zero;
+  std::memset(&zero, 0, sizeof(Struct));
+  zero.struct_size = sizeof(Struct);
+  CHECK(std::memcmp(&value, &zero, sizeof(Struct)) == 0);
+  check_error(init(nullptr), FP8RL_ERROR_INVALID_ARGUMENT, "NULL");
+}
+
+TEST_CASE("the output structs' _init functions set struct_size and zero the rest") {
+  check_zeroed_with_size(fp8rl_train_metrics_init, "fp8rl_train_metrics");
+  check_zeroed_with_size(fp8rl_memory_report_init, "fp8rl_memory_report");
+  check_zeroed_with_size(fp8rl_mismatch_metrics_init, "fp8rl_mismatch_metrics");
+}
+
 }  // namespace capi_test
 
 namespace capi_test {
 
 fp8rl_train_metrics sized_metrics() {
-  fp8rl_train_metrics metrics{};
-  metrics.struct_size = sizeof(metrics);
+  fp8rl_train_metrics metrics;
+  REQUIRE(fp8rl_train_metrics_init(&metrics) == FP8RL_OK);
   return metrics;
 }
 

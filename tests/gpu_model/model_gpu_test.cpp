@@ -73,7 +73,7 @@ struct Session {
     REQUIRE_OK(fp8rl_trainer_options_init(&options));
     options.group_size = group_size;
     options.learning_rate = learning_rate;
-    options.importance_mode = FP8RL_IMPORTANCE_TRUNCATED;
+    options.importance.mode = FP8RL_IMPORTANCE_TRUNCATED;
     options.seed = 3;
     fp8rl_trainer* t = nullptr;
     REQUIRE_OK(fp8rl_trainer_create(policy.get(), &options, &t));
@@ -200,7 +200,7 @@ fp8rl_train_metrics train(Session& session, const Batch& b) {
   batch.logp_gen = b.logp_gen.data();
   batch.rewards = b.rewards.data();
   fp8rl_train_metrics metrics;
-  metrics.struct_size = sizeof metrics;
+  REQUIRE_OK(fp8rl_train_metrics_init(&metrics));
   REQUIRE_OK(fp8rl_trainer_step(session.trainer.get(), &batch, &metrics));
   return metrics;
 }

@@ -80,15 +80,50 @@ def test_sampling_defaults_equal_the_librarys():
 def test_trainer_defaults_equal_the_librarys():
     struct = c_defaults(_raw.fp8rl_trainer_options, "fp8rl_trainer_options_init")
     loss, optimizer = python_defaults(fp8rl.LossConfig), python_defaults(fp8rl.OptimizerConfig)
-    calibration = {"calibration_" + name: value for name, value in python_defaults(fp8rl.CalibrationConfig).items()}
     trainer = {name: value for name, value in python_defaults(fp8rl.TrainerConfig).items()}
-    assert_defaults_match({**loss, **optimizer, **calibration, **trainer}, struct, {"kind": "loss"})
+    # the embedded option structs, each with its own struct_size and its own dataclass
+    assert_defaults_match({**loss, **optimizer, **trainer}, struct, {"kind": "loss"},
+                          special={"importance", "calibration"})
+    assert struct.importance.struct_size == ctypes.sizeof(_raw.fp8rl_importance_options)
+    assert_defaults_match(python_defaults(fp8rl.ImportanceConfig), struct.importance, {})
+    assert struct.calibration.struct_size == ctypes.sizeof(_raw.fp8rl_calibration_options)
+    assert_defaults_match(python_defaults(fp8rl.CalibrationConfig), struct.calibration, {})
+    assert fp8rl.LossConfig().importance == fp8rl.ImportanceConfig()
+    assert fp8rl.TrainerConfig().calibration == fp8rl.CalibrationConfig()
     assert bytes(fp8rl.TrainerConfig()._to_c()) == bytes(struct)
+
+
+def test_importance_defaults_equal_the_librarys_and_the_trainers():
+    struct = c_defaults(_raw.fp8rl_importance_options, "fp8rl_importance_options_init")
+    assert_defaults_match(python_defaults(fp8rl.ImportanceConfig), struct, {})
+    assert bytes(fp8rl.ImportanceConfig()._to_c()) == bytes(struct)
+    trainer = c_defaults(_raw.fp8rl_trainer_options, "fp8rl_trainer_options_init")
+    assert bytes(trainer.importance) == bytes(struct)  # one default, whichever struct holds it
+    assert struct.mode == fp8rl.ImportanceMode.OFF
 
 
 def test_calibration_defaults_equal_the_librarys():
     struct = c_defaults(_raw.fp8rl_calibration_options, "fp8rl_calibration_options_init")
     assert_defaults_match(python_defaults(fp8rl.CalibrationConfig), struct, {})
+
+
+def test_nested_configs_reach_the_embedded_c_structs():
+    truncated = fp8rl.ImportanceConfig(mode=fp8rl.ImportanceMode.TRUNCATED, low=0.25, high=3.0)
+    calibration = fp8rl.CalibrationConfig(percentile=99.0, margin=1.25, max_value=240.0)
+    struct = fp8rl.TrainerConfig(loss=fp8rl.LossConfig(importance=truncated), calibration=calibration)._to_c()
+    assert bytes(struct.importance) == bytes(truncated._to_c())
+    assert bytes(struct.calibration) == bytes(calibration._to_c())
+
+
+def test_output_structs_are_prepared_by_their_init_functions():
+    for struct_type, init_name in [(_raw.fp8rl_train_metrics, "fp8rl_train_metrics_init"),
+                                   (_raw.fp8rl_memory_report, "fp8rl_memory_report_init"),
+                                   (_raw.fp8rl_mismatch_metrics, "fp8rl_mismatch_metrics_init")]:
+        struct = struct_type.from_buffer_copy(b"\xab" * ctypes.sizeof(struct_type))
+        check(getattr(library(), init_name)(ctypes.byref(struct)))
+        expected = struct_type()
+        expected.struct_size = ctypes.sizeof(struct_type)
+        assert bytes(struct) == bytes(expected), init_name
 
 
 def test_context_defaults_equal_the_librarys_except_the_backend():
@@ -297,6 +332,8 @@ def test_metrics_have_the_documented_keys_types_and_values(policy):
     assert metrics["reward_mean"] == pytest.approx(0.375)
     assert metrics["generation_seconds"] == rollouts.generation_seconds > 0
     assert metrics["has_mismatch"] and metrics["ratio_mean"] == 1.0  # on-policy
+    assert metrics["ratio_min"] == metrics["ratio_max"] == 1.0 and metrics["old_policy_kl"] == 0.0
+    assert metrics["minibatches"] == 1
     assert metrics["kl_k1"] == metrics["kl_k3"] == 0.0  # no reference
     assert policy.train_step(rollouts, rewards=[1.0, 0.0, 0.5, 0.0])["step"] == 2
 
@@ -541,7 +578,8 @@ def run_steps(policy: fp8rl.Policy, steps: range) -> list:
     return produced
 
 
-TRAINER = fp8rl.TrainerConfig(loss=fp8rl.LossConfig(group_size=4, importance_mode=fp8rl.ImportanceMode.TRUNCATED),
+TRUNCATED = fp8rl.ImportanceConfig(mode=fp8rl.ImportanceMode.TRUNCATED)
+TRAINER = fp8rl.TrainerConfig(loss=fp8rl.LossConfig(group_size=4, importance=TRUNCATED),
                               optimizer=fp8rl.OptimizerConfig(learning_rate=1e-2), seed=17)
 
 

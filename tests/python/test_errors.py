@@ -88,7 +88,7 @@ def test_library_errors_of_rarely_reached_statuses_map_to_their_classes():
     options = _raw.fp8rl_importance_options()
     check(lib.fp8rl_importance_options_init(ctypes.byref(options)))
     metrics = _raw.fp8rl_mismatch_metrics()
-    metrics.struct_size = ctypes.sizeof(metrics)
+    check(lib.fp8rl_mismatch_metrics_init(ctypes.byref(metrics)))
     with pytest.raises(fp8rl.NonFiniteError) as caught:
         check(lib.fp8rl_mismatch_metrics_compute(logp, logp, offsets, 1, ctypes.byref(options),
                                                  ctypes.byref(metrics)))
@@ -376,7 +376,7 @@ def test_batch_not_a_multiple_of_the_group_size_changes_nothing(training_policy)
 
 
 def test_importance_weighting_needs_the_generators_logprobs(policy):
-    policy.start_training(loss=fp8rl.LossConfig(importance_mode=fp8rl.ImportanceMode.TRUNCATED))
+    policy.start_training(loss=fp8rl.LossConfig(importance=fp8rl.ImportanceConfig(mode=fp8rl.ImportanceMode.TRUNCATED)))
     with pytest.raises(fp8rl.InvalidArgumentError) as caught:
         policy.train_step(policy.rollouts([[1, 2]], [[3, 4]]), rewards=[1.0])
     from_library(caught.value, "fp8rl_trainer_step")

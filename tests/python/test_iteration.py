@@ -12,7 +12,8 @@ PROMPTS = [[8 + (i // 2 * 3 + j) % 24 for j in range(4)] for i in range(8)]  # 4
 
 
 def start(policy: fp8rl.Policy, minibatches: int, learning_rate: float = 3e-2) -> None:
-    policy.start_training(loss=fp8rl.LossConfig(group_size=2, importance_mode=fp8rl.ImportanceMode.TRUNCATED),
+    truncated = fp8rl.ImportanceConfig(mode=fp8rl.ImportanceMode.TRUNCATED)
+    policy.start_training(loss=fp8rl.LossConfig(group_size=2, importance=truncated),
                           optimizer=fp8rl.OptimizerConfig(learning_rate=learning_rate),
                           minibatches=minibatches, micro_batch_tokens=16)
 

@@ -89,7 +89,8 @@ def test_many_generate_and_train_calls_do_not_grow_memory(traced):
     warm_up, measured = 100, 200
     sampling = fp8rl.SamplingParams(max_new_tokens=12, stop_at_eos=False)
     with fp8rl.Policy.random(tiny_config(), seed=1, recipe=fp8rl.Recipe.fp8_full()) as policy:
-        policy.start_training(loss=fp8rl.LossConfig(group_size=4, importance_mode=fp8rl.ImportanceMode.TRUNCATED),
+        truncated = fp8rl.ImportanceConfig(mode=fp8rl.ImportanceMode.TRUNCATED)
+        policy.start_training(loss=fp8rl.LossConfig(group_size=4, importance=truncated),
                               optimizer=fp8rl.OptimizerConfig(learning_rate=1e-2))
         for iteration in range(warm_up + measured):
             if iteration == warm_up:

@@ -36,7 +36,8 @@ def python_run():
     """Runs the loop in Python: every step's completions (lists of ids), host-side mean reward and metrics."""
     completions, mean_rewards, metrics = [], [], []
     with fp8rl.Policy.random(tiny_config(), seed=1, recipe=fp8rl.Recipe.fp8_full()) as policy:
-        policy.start_training(loss=fp8rl.LossConfig(group_size=GROUP, importance_mode=fp8rl.ImportanceMode.TRUNCATED),
+        truncated = fp8rl.ImportanceConfig(mode=fp8rl.ImportanceMode.TRUNCATED)
+        policy.start_training(loss=fp8rl.LossConfig(group_size=GROUP, importance=truncated),
                               optimizer=fp8rl.OptimizerConfig(learning_rate=1e-2))
         sampling = fp8rl.SamplingParams(max_new_tokens=NEW, stop_at_eos=False)
         for step in range(STEPS):

@@ -28,7 +28,7 @@ TEST_CASE("identical log-probs: token_mult_prob_error == 1 and gen_kl_error == 0
 }
 
 TEST_CASE("known differences: NeMo-RL definitions by hand") {
-  // x = logp_train - logp_gen = 0.5 and -0.25; a padded token and a token
+  // x = logp_old - logp_gen = 0.5 and -0.25; a padded token and a token
   // with logp_gen = -inf (excluded from the means, counted).
   OwnedBatch b;
   b.add({{0.0f, -1.0f, -1.5f, 0.0f, 0.0f}, {0.0f, -1.0f, -0.75f, 0.0f, 0.0f}});

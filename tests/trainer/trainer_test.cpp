@@ -77,21 +77,21 @@ TEST_CASE("FP8 generation scored by BF16 training: the mismatch metrics and weig
   train::TrainerOptions options = test_options();
   options.loss.importance.high = 1.01;  // low enough that some weights are truncated
   train::Trainer trainer(learner, options);
-  const std::vector<float> logp_train = trainer.recompute_logprobs(batch.sequences.view(), batch.prompt_lengths);
+  const std::vector<float> logp_old = trainer.recompute_logprobs(batch.sequences.view(), batch.prompt_lengths);
   const train::StepMetrics m = trainer.step(batch.view());
 
   // Independent evaluation of the definitions over the same log-probs.
   double mult = 0.0, kl = 0.0, weights = 0.0;
   int64_t truncated = 0;
-  for (size_t t = 0; t < logp_train.size(); ++t) {
-    const double x = static_cast<double>(logp_train[t]) - static_cast<double>(batch.logp_gen[t]);
+  for (size_t t = 0; t < logp_old.size(); ++t) {
+    const double x = static_cast<double>(logp_old[t]) - static_cast<double>(batch.logp_gen[t]);
     mult += std::exp(std::fabs(x));
     kl += std::exp(x) - x - 1.0;
     const double w = std::exp(x);
     weights += std::min(w, 1.01);
     truncated += w > 1.01 ? 1 : 0;
   }
-  const double n = static_cast<double>(logp_train.size());
+  const double n = static_cast<double>(logp_old.size());
   CHECK(m.mismatch.token_mult_prob_error > 1.0);
   CHECK(m.mismatch.gen_kl_error > 0.0);
   CHECK(m.mismatch.token_mult_prob_error == doctest::Approx(mult / n).epsilon(1e-12));

@@ -185,7 +185,7 @@ int run_compare(const ArgParser& p) {
   write_text_file((std::filesystem::path(base.out_dir) / "compare.md").string(), markdown);
   std::vector<fp8rl::tools::LineChart> charts(3);
   charts[0] = {"validation accuracy (mean over seeds)", "GRPO step", "accuracy", {}};
-  charts[1] = {"token_mult_prob_error", "GRPO step", "mean exp|logp_train - logp_gen|", {}};
+  charts[1] = {"token_mult_prob_error", "GRPO step", "mean exp|logp_old - logp_gen|", {}};
   charts[2] = {"gen_kl_error", "GRPO step", "mean k3 KL(gen || train)", {}};
   for (const VariantResult& r : results) {
     charts[0].series.push_back(accuracy_curve(r));

@@ -77,16 +77,16 @@ int run_info(const ArgParser& p) {
   int64_t parameters = 0;
   check(fp8rl_policy_parameter_count(policy.get(), &parameters), "fp8rl_policy_parameter_count");
   std::printf("parameters %lld\n", static_cast<long long>(parameters));
-  fp8rl_memory_report report{};
-  report.struct_size = sizeof(report);
+  fp8rl_memory_report report;
+  check(fp8rl_memory_report_init(&report), "fp8rl_memory_report_init");
   check(fp8rl_policy_memory(policy.get(), &report), "fp8rl_policy_memory");
   print_memory("policy memory", report);
   if (p.is_set("trainer")) {
     fp8rl_trainer_options options;
     check(fp8rl_trainer_options_init(&options), "fp8rl_trainer_options_init");
     const Trainer trainer(policy.get(), options);
-    fp8rl_memory_report trained{};
-    trained.struct_size = sizeof(trained);
+    fp8rl_memory_report trained;
+    check(fp8rl_memory_report_init(&trained), "fp8rl_memory_report_init");
     check(fp8rl_trainer_memory(trainer.get(), &trained), "fp8rl_trainer_memory");
     print_memory("trainer memory (policy included)", trained);
   }

@@ -116,8 +116,8 @@ fp8rl_trainer_options grpo_options(const Run& run) {
   o.learning_rate = c.lr;
   o.group_size = c.group_size;
   o.normalize_by_std = c.normalize_by_std ? 1 : 0;
-  o.importance_mode = importance_mode(c.importance);
-  o.importance_high = c.is_cap;
+  o.importance.mode = importance_mode(c.importance);
+  o.importance.high = c.is_cap;
   o.temperature = static_cast<float>(c.temperature);
   o.minibatches = c.minibatches;
   return o;
@@ -151,7 +151,7 @@ StepRecord to_record(const char* phase, int64_t step, const fp8rl_train_metrics&
 
 fp8rl_train_metrics train_step(fp8rl_trainer* trainer, const BatchData& data) {
   fp8rl_train_metrics metrics;
-  metrics.struct_size = sizeof(metrics);
+  check(fp8rl_train_metrics_init(&metrics), "fp8rl_train_metrics_init");
   const fp8rl_train_batch batch = data.view();
   check(fp8rl_trainer_step(trainer, &batch, &metrics), "fp8rl_trainer_step");
   return metrics;
@@ -160,7 +160,7 @@ fp8rl_train_metrics train_step(fp8rl_trainer* trainer, const BatchData& data) {
 // One GRPO iteration: options.minibatches optimizer steps on the rollouts.
 fp8rl_train_metrics train_iteration(fp8rl_trainer* trainer, const BatchData& data) {
   fp8rl_train_metrics metrics;
-  metrics.struct_size = sizeof(metrics);
+  check(fp8rl_train_metrics_init(&metrics), "fp8rl_train_metrics_init");
   const fp8rl_train_batch batch = data.view();
   check(fp8rl_trainer_iterate(trainer, &batch, &metrics, nullptr, 0), "fp8rl_trainer_iterate");
   return metrics;

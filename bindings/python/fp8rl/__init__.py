@@ -20,8 +20,8 @@ The library is loaded at import (``FP8RL_LIBRARY`` names another build) and
 its version checked. ``fp8rl._raw`` mirrors the C header one to one.
 """
 from ._library import library as _load, library_path
-from .configs import (CalibrationConfig, LossConfig, ModelConfig, OptimizerConfig, Recipe, SamplingParams,
-                      TrainerConfig)
+from .configs import (CalibrationConfig, ImportanceConfig, LossConfig, ModelConfig, OptimizerConfig, Recipe,
+                      SamplingParams, TrainerConfig)
 from .context import Context
 from .enums import (Aggregation, Backend, Baseline, FinishReason, ImportanceMode, KlEstimator, LogLevel, LossKind,
                     LrSchedule, ModelFamily, Precision, RopeScaling, SaveDtype, ScaleFormat)
@@ -36,9 +36,9 @@ __version__ = _load().fp8rl_version_string().decode()
 
 __all__ = [
     "Aggregation", "Backend", "BackendUnavailableError", "Baseline", "CalibrationConfig", "Completion", "Context",
-    "CorruptDataError", "CudaError", "FinishReason", "Fp8rlError", "Fp8rlIOError", "ImportanceMode", "InternalError",
-    "InvalidArgumentError", "KlEstimator", "LogLevel", "LossConfig", "LossKind", "LrSchedule", "ModelConfig",
-    "ModelFamily", "NonFiniteError", "OptimizerConfig", "OutOfMemoryError", "Policy", "Precision", "Recipe",
-    "RopeScaling", "Rollouts", "SamplingParams", "SaveDtype", "ScaleFormat", "TrainerConfig", "UnsupportedError",
-    "VersionMismatchError", "library_path",
+    "CorruptDataError", "CudaError", "FinishReason", "Fp8rlError", "Fp8rlIOError", "ImportanceConfig",
+    "ImportanceMode", "InternalError", "InvalidArgumentError", "KlEstimator", "LogLevel", "LossConfig", "LossKind",
+    "LrSchedule", "ModelConfig", "ModelFamily", "NonFiniteError", "OptimizerConfig", "OutOfMemoryError", "Policy",
+    "Precision", "Recipe", "RopeScaling", "Rollouts", "SamplingParams", "SaveDtype", "ScaleFormat", "TrainerConfig",
+    "UnsupportedError", "VersionMismatchError", "library_path",
 ]

@@ -29,6 +29,18 @@ FP8RL_ERROR_CUDA = 9
 FP8RL_ERROR_INTERNAL = 10
 FP8RL_STATUS_FORCE_32BIT = 0x7fffffff
 
+fp8rl_dtype = ctypes.c_int
+FP8RL_DTYPE_F32 = 0
+FP8RL_DTYPE_BF16 = 1
+FP8RL_DTYPE_E4M3 = 2
+FP8RL_DTYPE_E5M2 = 3
+FP8RL_DTYPE_FORCE_32BIT = 0x7fffffff
+
+fp8rl_scale_format = ctypes.c_int
+FP8RL_SCALE_FP32 = 0
+FP8RL_SCALE_POW2 = 1
+FP8RL_SCALE_FORCE_32BIT = 0x7fffffff
+
 fp8rl_backend = ctypes.c_int
 FP8RL_BACKEND_AUTO = 0
 FP8RL_BACKEND_CPU = 1
@@ -48,24 +60,6 @@ FP8RL_FEATURE_CUDA = 1
 FP8RL_FEATURE_AVX2 = 2
 FP8RL_FEATURE_AVX512 = 4
 FP8RL_FEATURE_FORCE_32BIT = 0x7fffffff
-
-fp8rl_dtype = ctypes.c_int
-FP8RL_DTYPE_F32 = 0
-FP8RL_DTYPE_BF16 = 1
-FP8RL_DTYPE_E4M3 = 2
-FP8RL_DTYPE_E5M2 = 3
-FP8RL_DTYPE_FORCE_32BIT = 0x7fffffff
-
-fp8rl_block_layout = ctypes.c_int
-FP8RL_LAYOUT_TILE_1X128 = 0
-FP8RL_LAYOUT_TILE_1X128_TRANSPOSED = 1
-FP8RL_LAYOUT_BLOCK_128X128 = 2
-FP8RL_LAYOUT_FORCE_32BIT = 0x7fffffff
-
-fp8rl_scale_format = ctypes.c_int
-FP8RL_SCALE_FP32 = 0
-FP8RL_SCALE_POW2 = 1
-FP8RL_SCALE_FORCE_32BIT = 0x7fffffff
 
 fp8rl_model_family = ctypes.c_int
 FP8RL_MODEL_FAMILY_LLAMA = 0
@@ -123,14 +117,19 @@ FP8RL_LR_WARMUP_CONSTANT = 1
 FP8RL_LR_WARMUP_COSINE = 2
 FP8RL_LR_FORCE_32BIT = 0x7fffffff
 
+fp8rl_block_layout = ctypes.c_int
+FP8RL_LAYOUT_TILE_1X128 = 0
+FP8RL_LAYOUT_TILE_1X128_TRANSPOSED = 1
+FP8RL_LAYOUT_BLOCK_128X128 = 2
+FP8RL_LAYOUT_FORCE_32BIT = 0x7fffffff
+
 ENUMS = {
     'fp8rl_status': {'FP8RL_OK': FP8RL_OK, 'FP8RL_ERROR_INVALID_ARGUMENT': FP8RL_ERROR_INVALID_ARGUMENT, 'FP8RL_ERROR_OUT_OF_MEMORY': FP8RL_ERROR_OUT_OF_MEMORY, 'FP8RL_ERROR_BACKEND_UNAVAILABLE': FP8RL_ERROR_BACKEND_UNAVAILABLE, 'FP8RL_ERROR_NON_FINITE': FP8RL_ERROR_NON_FINITE, 'FP8RL_ERROR_IO': FP8RL_ERROR_IO, 'FP8RL_ERROR_CORRUPT_DATA': FP8RL_ERROR_CORRUPT_DATA, 'FP8RL_ERROR_VERSION_MISMATCH': FP8RL_ERROR_VERSION_MISMATCH, 'FP8RL_ERROR_UNSUPPORTED': FP8RL_ERROR_UNSUPPORTED, 'FP8RL_ERROR_CUDA': FP8RL_ERROR_CUDA, 'FP8RL_ERROR_INTERNAL': FP8RL_ERROR_INTERNAL, 'FP8RL_STATUS_FORCE_32BIT': FP8RL_STATUS_FORCE_32BIT},
+    'fp8rl_dtype': {'FP8RL_DTYPE_F32': FP8RL_DTYPE_F32, 'FP8RL_DTYPE_BF16': FP8RL_DTYPE_BF16, 'FP8RL_DTYPE_E4M3': FP8RL_DTYPE_E4M3, 'FP8RL_DTYPE_E5M2': FP8RL_DTYPE_E5M2, 'FP8RL_DTYPE_FORCE_32BIT': FP8RL_DTYPE_FORCE_32BIT},
+    'fp8rl_scale_format': {'FP8RL_SCALE_FP32': FP8RL_SCALE_FP32, 'FP8RL_SCALE_POW2': FP8RL_SCALE_POW2, 'FP8RL_SCALE_FORCE_32BIT': FP8RL_SCALE_FORCE_32BIT},
     'fp8rl_backend': {'FP8RL_BACKEND_AUTO': FP8RL_BACKEND_AUTO, 'FP8RL_BACKEND_CPU': FP8RL_BACKEND_CPU, 'FP8RL_BACKEND_CUDA': FP8RL_BACKEND_CUDA, 'FP8RL_BACKEND_FORCE_32BIT': FP8RL_BACKEND_FORCE_32BIT},
     'fp8rl_log_level': {'FP8RL_LOG_DEBUG': FP8RL_LOG_DEBUG, 'FP8RL_LOG_INFO': FP8RL_LOG_INFO, 'FP8RL_LOG_WARNING': FP8RL_LOG_WARNING, 'FP8RL_LOG_ERROR': FP8RL_LOG_ERROR, 'FP8RL_LOG_OFF': FP8RL_LOG_OFF, 'FP8RL_LOG_FORCE_32BIT': FP8RL_LOG_FORCE_32BIT},
     'fp8rl_feature': {'FP8RL_FEATURE_CUDA': FP8RL_FEATURE_CUDA, 'FP8RL_FEATURE_AVX2': FP8RL_FEATURE_AVX2, 'FP8RL_FEATURE_AVX512': FP8RL_FEATURE_AVX512, 'FP8RL_FEATURE_FORCE_32BIT': FP8RL_FEATURE_FORCE_32BIT},
-    'fp8rl_dtype': {'FP8RL_DTYPE_F32': FP8RL_DTYPE_F32, 'FP8RL_DTYPE_BF16': FP8RL_DTYPE_BF16, 'FP8RL_DTYPE_E4M3': FP8RL_DTYPE_E4M3, 'FP8RL_DTYPE_E5M2': FP8RL_DTYPE_E5M2, 'FP8RL_DTYPE_FORCE_32BIT': FP8RL_DTYPE_FORCE_32BIT},
-    'fp8rl_block_layout': {'FP8RL_LAYOUT_TILE_1X128': FP8RL_LAYOUT_TILE_1X128, 'FP8RL_LAYOUT_TILE_1X128_TRANSPOSED': FP8RL_LAYOUT_TILE_1X128_TRANSPOSED, 'FP8RL_LAYOUT_BLOCK_128X128': FP8RL_LAYOUT_BLOCK_128X128, 'FP8RL_LAYOUT_FORCE_32BIT': FP8RL_LAYOUT_FORCE_32BIT},
-    'fp8rl_scale_format': {'FP8RL_SCALE_FP32': FP8RL_SCALE_FP32, 'FP8RL_SCALE_POW2': FP8RL_SCALE_POW2, 'FP8RL_SCALE_FORCE_32BIT': FP8RL_SCALE_FORCE_32BIT},
     'fp8rl_model_family': {'FP8RL_MODEL_FAMILY_LLAMA': FP8RL_MODEL_FAMILY_LLAMA, 'FP8RL_MODEL_FAMILY_QWEN2': FP8RL_MODEL_FAMILY_QWEN2, 'FP8RL_MODEL_FAMILY_QWEN3': FP8RL_MODEL_FAMILY_QWEN3, 'FP8RL_MODEL_FAMILY_FORCE_32BIT': FP8RL_MODEL_FAMILY_FORCE_32BIT},
     'fp8rl_rope_scaling': {'FP8RL_ROPE_SCALING_NONE': FP8RL_ROPE_SCALING_NONE, 'FP8RL_ROPE_SCALING_LLAMA3': FP8RL_ROPE_SCALING_LLAMA3, 'FP8RL_ROPE_SCALING_FORCE_32BIT': FP8RL_ROPE_SCALING_FORCE_32BIT},
     'fp8rl_precision': {'FP8RL_PRECISION_BF16': FP8RL_PRECISION_BF16, 'FP8RL_PRECISION_FP8': FP8RL_PRECISION_FP8, 'FP8RL_PRECISION_FORCE_32BIT': FP8RL_PRECISION_FORCE_32BIT},
@@ -141,6 +140,7 @@ ENUMS = {
     'fp8rl_aggregation': {'FP8RL_AGGREGATION_TOKEN_MEAN': FP8RL_AGGREGATION_TOKEN_MEAN, 'FP8RL_AGGREGATION_SEQUENCE_MEAN': FP8RL_AGGREGATION_SEQUENCE_MEAN, 'FP8RL_AGGREGATION_FORCE_32BIT': FP8RL_AGGREGATION_FORCE_32BIT},
     'fp8rl_advantage_baseline': {'FP8RL_BASELINE_GROUP_MEAN': FP8RL_BASELINE_GROUP_MEAN, 'FP8RL_BASELINE_LEAVE_ONE_OUT': FP8RL_BASELINE_LEAVE_ONE_OUT, 'FP8RL_BASELINE_FORCE_32BIT': FP8RL_BASELINE_FORCE_32BIT},
     'fp8rl_lr_schedule': {'FP8RL_LR_CONSTANT': FP8RL_LR_CONSTANT, 'FP8RL_LR_WARMUP_CONSTANT': FP8RL_LR_WARMUP_CONSTANT, 'FP8RL_LR_WARMUP_COSINE': FP8RL_LR_WARMUP_COSINE, 'FP8RL_LR_FORCE_32BIT': FP8RL_LR_FORCE_32BIT},
+    'fp8rl_block_layout': {'FP8RL_LAYOUT_TILE_1X128': FP8RL_LAYOUT_TILE_1X128, 'FP8RL_LAYOUT_TILE_1X128_TRANSPOSED': FP8RL_LAYOUT_TILE_1X128_TRANSPOSED, 'FP8RL_LAYOUT_BLOCK_128X128': FP8RL_LAYOUT_BLOCK_128X128, 'FP8RL_LAYOUT_FORCE_32BIT': FP8RL_LAYOUT_FORCE_32BIT},
 }
 
 # ---- opaque handles: passed as c_void_p, out-parameters as POINTER(c_void_p)
@@ -161,29 +161,6 @@ class fp8rl_context_options(ctypes.Structure):
         ('log_level', fp8rl_log_level),
         ('log_callback', fp8rl_log_callback),
         ('log_user_data', ctypes.c_void_p),  # void*
-    ]
-
-
-class fp8rl_quantize_options(ctypes.Structure):
-    _fields_ = [
-        ('struct_size', ctypes.c_uint32),
-        ('format', fp8rl_dtype),
-        ('layout', fp8rl_block_layout),
-        ('scale_format', fp8rl_scale_format),
-        ('saturate', ctypes.c_int32),
-        ('allow_non_finite', ctypes.c_int32),
-    ]
-
-
-class fp8rl_fp8_matrix(ctypes.Structure):
-    _fields_ = [
-        ('codes', ctypes.POINTER(ctypes.c_uint8)),  # const uint8_t*
-        ('code_count', ctypes.c_int64),
-        ('scales', ctypes.POINTER(ctypes.c_float)),  # const float*
-        ('scale_count', ctypes.c_int64),
-        ('rows', ctypes.c_int64),
-        ('cols', ctypes.c_int64),
-        ('layout', fp8rl_block_layout),
     ]
 
 
@@ -293,9 +270,7 @@ class fp8rl_trainer_options(ctypes.Structure):
         ('loss', fp8rl_loss_kind),
         ('clip_low', ctypes.c_double),
         ('clip_high', ctypes.c_double),
-        ('importance_mode', fp8rl_importance_mode),
-        ('importance_low', ctypes.c_double),
-        ('importance_high', ctypes.c_double),
+        ('importance', fp8rl_importance_options),
         ('kl_coefficient', ctypes.c_double),
         ('kl_estimator', fp8rl_kl_estimator),
         ('aggregation', fp8rl_aggregation),
@@ -317,9 +292,7 @@ class fp8rl_trainer_options(ctypes.Structure):
         ('temperature', ctypes.c_float),
         ('micro_batch_tokens', ctypes.c_int64),
         ('recalibrate_after_step', ctypes.c_int32),
-        ('calibration_percentile', ctypes.c_double),
-        ('calibration_margin', ctypes.c_double),
-        ('calibration_max_value', ctypes.c_double),
+        ('calibration', fp8rl_calibration_options),
         ('seed', ctypes.c_uint64),
         ('minibatches', ctypes.c_int64),
     ]
@@ -379,7 +352,30 @@ class fp8rl_train_metrics(ctypes.Structure):
     ]
 
 
-STRUCTS = (fp8rl_context_options, fp8rl_quantize_options, fp8rl_fp8_matrix, fp8rl_model_config, fp8rl_recipe, fp8rl_memory_report, fp8rl_calibration_options, fp8rl_sampling_options, fp8rl_importance_options, fp8rl_mismatch_metrics, fp8rl_trainer_options, fp8rl_train_batch, fp8rl_train_metrics)
+class fp8rl_quantize_options(ctypes.Structure):
+    _fields_ = [
+        ('struct_size', ctypes.c_uint32),
+        ('format', fp8rl_dtype),
+        ('layout', fp8rl_block_layout),
+        ('scale_format', fp8rl_scale_format),
+        ('saturate', ctypes.c_int32),
+        ('allow_non_finite', ctypes.c_int32),
+    ]
+
+
+class fp8rl_fp8_matrix(ctypes.Structure):
+    _fields_ = [
+        ('codes', ctypes.POINTER(ctypes.c_uint8)),  # const uint8_t*
+        ('code_count', ctypes.c_int64),
+        ('scales', ctypes.POINTER(ctypes.c_float)),  # const float*
+        ('scale_count', ctypes.c_int64),
+        ('rows', ctypes.c_int64),
+        ('cols', ctypes.c_int64),
+        ('layout', fp8rl_block_layout),
+    ]
+
+
+STRUCTS = (fp8rl_context_options, fp8rl_model_config, fp8rl_recipe, fp8rl_memory_report, fp8rl_calibration_options, fp8rl_sampling_options, fp8rl_importance_options, fp8rl_mismatch_metrics, fp8rl_trainer_options, fp8rl_train_batch, fp8rl_train_metrics, fp8rl_quantize_options, fp8rl_fp8_matrix)
 
 # ---- functions: (name, restype, argtypes)
 _FUNCTIONS = (
@@ -394,13 +390,6 @@ _FUNCTIONS = (
     ('fp8rl_context_get_num_threads', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32))),
     ('fp8rl_context_get_description', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p))),
     ('fp8rl_build_features', fp8rl_status, (ctypes.POINTER(ctypes.c_uint32),)),
-    ('fp8rl_convert', fp8rl_status, (ctypes.c_void_p, fp8rl_dtype, ctypes.c_void_p, fp8rl_dtype, ctypes.c_size_t, ctypes.c_int32)),
-    ('fp8rl_quantize_options_init', fp8rl_status, (ctypes.POINTER(fp8rl_quantize_options),)),
-    ('fp8rl_quantized_sizes', fp8rl_status, (ctypes.POINTER(fp8rl_quantize_options), ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64))),
-    ('fp8rl_quantize', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_quantize_options), ctypes.c_void_p, fp8rl_dtype, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint8), ctypes.c_int64, ctypes.POINTER(ctypes.c_float), ctypes.c_int64)),
-    ('fp8rl_dequantize', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_quantize_options), ctypes.POINTER(ctypes.c_uint8), ctypes.c_int64, ctypes.POINTER(ctypes.c_float), ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_float), ctypes.c_int64)),
-    ('fp8rl_gemm_fp8', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_fp8_matrix), ctypes.POINTER(fp8rl_fp8_matrix), ctypes.c_void_p, fp8rl_dtype, ctypes.c_int64)),
-    ('fp8rl_gemm_bf16', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint16), ctypes.c_int64, ctypes.POINTER(ctypes.c_uint16), ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, fp8rl_dtype, ctypes.c_int64)),
     ('fp8rl_model_config_init', fp8rl_status, (ctypes.POINTER(fp8rl_model_config),)),
     ('fp8rl_model_config_parameter_count', fp8rl_status, (ctypes.POINTER(fp8rl_model_config), ctypes.POINTER(ctypes.c_int64))),
     ('fp8rl_recipe_init', fp8rl_status, (ctypes.POINTER(fp8rl_recipe),)),
@@ -411,6 +400,7 @@ _FUNCTIONS = (
     ('fp8rl_policy_destroy', fp8rl_status, (ctypes.c_void_p,)),
     ('fp8rl_policy_get_config', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_model_config))),
     ('fp8rl_policy_parameter_count', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64))),
+    ('fp8rl_memory_report_init', fp8rl_status, (ctypes.POINTER(fp8rl_memory_report),)),
     ('fp8rl_policy_memory', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_memory_report))),
     ('fp8rl_policy_copy_weights', fp8rl_status, (ctypes.c_void_p, ctypes.c_void_p)),
     ('fp8rl_policy_set_recipe', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_recipe))),
@@ -428,12 +418,14 @@ _FUNCTIONS = (
     ('fp8rl_rollout_copy', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_float), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(fp8rl_finish_reason))),
     ('fp8rl_rollout_destroy', fp8rl_status, (ctypes.c_void_p,)),
     ('fp8rl_importance_options_init', fp8rl_status, (ctypes.POINTER(fp8rl_importance_options),)),
+    ('fp8rl_mismatch_metrics_init', fp8rl_status, (ctypes.POINTER(fp8rl_mismatch_metrics),)),
     ('fp8rl_mismatch_metrics_compute', fp8rl_status, (ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_int64), ctypes.c_int64, ctypes.POINTER(fp8rl_importance_options), ctypes.POINTER(fp8rl_mismatch_metrics))),
     ('fp8rl_trainer_options_init', fp8rl_status, (ctypes.POINTER(fp8rl_trainer_options),)),
     ('fp8rl_trainer_create', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_trainer_options), ctypes.POINTER(ctypes.c_void_p))),
     ('fp8rl_trainer_destroy', fp8rl_status, (ctypes.c_void_p,)),
     ('fp8rl_trainer_memory', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_memory_report))),
     ('fp8rl_train_batch_init', fp8rl_status, (ctypes.POINTER(fp8rl_train_batch),)),
+    ('fp8rl_train_metrics_init', fp8rl_status, (ctypes.POINTER(fp8rl_train_metrics),)),
     ('fp8rl_trainer_step', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_train_batch), ctypes.POINTER(fp8rl_train_metrics))),
     ('fp8rl_trainer_iterate', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_train_batch), ctypes.POINTER(fp8rl_train_metrics), ctypes.POINTER(fp8rl_train_metrics), ctypes.c_int64)),
     ('fp8rl_trainer_recompute_logprobs', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int64), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_float), ctypes.c_int64)),
@@ -442,6 +434,13 @@ _FUNCTIONS = (
     ('fp8rl_trainer_save_state', fp8rl_status, (ctypes.c_void_p, ctypes.c_char_p)),
     ('fp8rl_trainer_load_state', fp8rl_status, (ctypes.c_void_p, ctypes.c_char_p)),
     ('fp8rl_rollout_seconds', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_double))),
+    ('fp8rl_convert', fp8rl_status, (ctypes.c_void_p, fp8rl_dtype, ctypes.c_void_p, fp8rl_dtype, ctypes.c_size_t, ctypes.c_int32)),
+    ('fp8rl_quantize_options_init', fp8rl_status, (ctypes.POINTER(fp8rl_quantize_options),)),
+    ('fp8rl_quantized_sizes', fp8rl_status, (ctypes.POINTER(fp8rl_quantize_options), ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64))),
+    ('fp8rl_quantize', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_quantize_options), ctypes.c_void_p, fp8rl_dtype, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint8), ctypes.c_int64, ctypes.POINTER(ctypes.c_float), ctypes.c_int64)),
+    ('fp8rl_dequantize', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_quantize_options), ctypes.POINTER(ctypes.c_uint8), ctypes.c_int64, ctypes.POINTER(ctypes.c_float), ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_float), ctypes.c_int64)),
+    ('fp8rl_gemm_fp8', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_fp8_matrix), ctypes.POINTER(fp8rl_fp8_matrix), ctypes.c_void_p, fp8rl_dtype, ctypes.c_int64)),
+    ('fp8rl_gemm_bf16', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint16), ctypes.c_int64, ctypes.POINTER(ctypes.c_uint16), ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, fp8rl_dtype, ctypes.c_int64)),
 )
 
 

@@ -170,23 +170,43 @@ class SamplingParams(_CStruct):
 
 
 @dataclass
+class ImportanceConfig(_CStruct):
+    """Token-level importance weights w = exp(logp_old - logp_gen) against the generator's log-probs.
+
+    ``mode``: OFF (the default: w = 1; with one recipe for generation and
+    training the log-probs agree bit for bit, so there is nothing to correct),
+    PLAIN, TRUNCATED (w clamped to [low, high]; high is the cap), TOKEN_MASKED
+    (0 outside [low, high]) or SEQUENCE_MASKED (a whole sequence gets 0 when
+    the geometric mean of its weights is outside [low, high]). Any mode but
+    OFF makes a policy-gradient step need the generator's log-probs.
+    """
+
+    mode: ImportanceMode = ImportanceMode.OFF
+    low: float = 0.0
+    high: float = 2.0
+
+    def _to_c(self) -> _raw.fp8rl_importance_options:
+        struct = _initialized(_raw.fp8rl_importance_options, "fp8rl_importance_options_init")
+        self._write(struct)
+        return struct
+
+
+@dataclass
 class LossConfig(_CStruct):
     """The training loss.
 
     ``kind``: GRPO/PPO clipped policy gradient (with token-level importance
-    correction against the generator's log-probs, an optional KL penalty to a
-    reference, and group-normalized advantages from rewards) or SFT
-    cross-entropy. ``temperature`` is the training distribution's; use the
-    sampling temperature (with top_k 0 and top_p 1) for training log-probs
+    correction against the generator's log-probs, ``importance``, an optional
+    KL penalty to a reference, and group-normalized advantages from rewards)
+    or SFT cross-entropy. ``temperature`` is the training distribution's; use
+    the sampling temperature (with top_k 0 and top_p 1) for training log-probs
     equal to the generator's.
     """
 
     kind: LossKind = LossKind.CLIPPED_POLICY_GRADIENT
     clip_low: float = 0.2
     clip_high: float = 0.2
-    importance_mode: ImportanceMode = ImportanceMode.OFF
-    importance_low: float = 0.0
-    importance_high: float = 2.0
+    importance: ImportanceConfig = field(default_factory=ImportanceConfig)
     kl_coefficient: float = 0.0
     kl_estimator: KlEstimator = KlEstimator.K3
     aggregation: Aggregation = Aggregation.TOKEN_MEAN
@@ -198,6 +218,10 @@ class LossConfig(_CStruct):
     temperature: float = 1.0
 
     _c_names: ClassVar[Dict[str, str]] = {"kind": "loss"}
+
+    def _write(self, struct: ctypes.Structure, skip: Tuple[str, ...] = ()) -> None:
+        super()._write(struct, skip=skip + ("importance",))
+        self.importance._write(struct.importance)  # the embedded fp8rl_importance_options keeps its struct_size
 
 
 @dataclass
@@ -246,8 +270,7 @@ class TrainerConfig:
         struct = _initialized(_raw.fp8rl_trainer_options, "fp8rl_trainer_options_init")
         self.loss._write(struct)
         self.optimizer._write(struct)
-        for name in ("percentile", "margin", "max_value"):
-            setattr(struct, "calibration_" + name, getattr(self.calibration, name))
+        self.calibration._write(struct.calibration)  # embedded, with its own struct_size
         struct.micro_batch_tokens = self.micro_batch_tokens
         struct.minibatches = self.minibatches
         struct.recalibrate_after_step = self.recalibrate_after_step

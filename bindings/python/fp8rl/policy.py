@@ -11,7 +11,7 @@ from . import _raw
 from ._arrays import float_vector, pointer, seed_vector, token_sequences
 from ._handle import Handle
 from ._library import library
-from .configs import CalibrationConfig, ModelConfig, Recipe, SamplingParams, TrainerConfig
+from .configs import CalibrationConfig, ModelConfig, Recipe, SamplingParams, TrainerConfig, _initialized
 from .context import Context
 from .enums import Backend, SaveDtype
 from .errors import check, invalid
@@ -129,8 +129,7 @@ class Policy:
         if self._trainer is not None:
             report = self._trainer.memory()
         else:
-            report = _raw.fp8rl_memory_report()
-            report.struct_size = ctypes.sizeof(report)
+            report = _initialized(_raw.fp8rl_memory_report, "fp8rl_memory_report_init")
             check(library().fp8rl_policy_memory(self._handle.pointer, ctypes.byref(report)))
         return {item[0]: getattr(report, item[0]) for item in report._fields_ if item[0] != "struct_size"}
 

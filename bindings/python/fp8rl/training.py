@@ -10,7 +10,7 @@ from . import _raw
 from ._arrays import float_vector, pointer
 from ._handle import Handle
 from ._library import library
-from .configs import TrainerConfig
+from .configs import TrainerConfig, _initialized
 from .errors import check, invalid
 from .rollouts import Rollouts
 
@@ -34,9 +34,7 @@ def metrics_dict(metrics: _raw.fp8rl_train_metrics) -> Dict[str, Any]:
 
 
 def _metrics_struct() -> _raw.fp8rl_train_metrics:
-    metrics = _raw.fp8rl_train_metrics()
-    metrics.struct_size = ctypes.sizeof(metrics)
-    return metrics
+    return _initialized(_raw.fp8rl_train_metrics, "fp8rl_train_metrics_init")
 
 
 class Trainer:
@@ -95,7 +93,7 @@ class Trainer:
         total = _metrics_struct()
         steps = (_raw.fp8rl_train_metrics * self.config.minibatches)()
         for step in steps:
-            step.struct_size = ctypes.sizeof(step)
+            check(library().fp8rl_train_metrics_init(ctypes.byref(step)))
         check(library().fp8rl_trainer_iterate(self._handle.pointer, ctypes.byref(batch), ctypes.byref(total), steps,
                                               len(steps)))
         del alive
@@ -130,7 +128,6 @@ class Trainer:
         check(library().fp8rl_trainer_load_state(self._handle.pointer, path))
 
     def memory(self) -> _raw.fp8rl_memory_report:
-        report = _raw.fp8rl_memory_report()
-        report.struct_size = ctypes.sizeof(report)
+        report = _initialized(_raw.fp8rl_memory_report, "fp8rl_memory_report_init")
         check(library().fp8rl_trainer_memory(self._handle.pointer, ctypes.byref(report)))
         return report

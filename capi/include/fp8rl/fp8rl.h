@@ -9,6 +9,15 @@
  *  - Out-parameters are written only on success.
  *  - Options structs start with a `struct_size` field and are filled with
  *    defaults by their `_init` function; fields are only ever appended.
+ *    Options of one concept that another reuses are embedded by value
+ *    (fp8rl_trainer_options::importance): the embedded struct keeps its own
+ *    `struct_size`, which the outer `_init` sets, and is read by the same
+ *    rules. Its size is part of the outer struct's layout, so an embedded
+ *    struct gains fields only in a release that may change layouts (a new
+ *    major version, or a 0.x minor one).
+ *  - Structs the library fills (metrics, reports) start with `struct_size`
+ *    too: their `_init` function sets it and zeroes the rest, and the library
+ *    writes only the fields that size covers.
  *  - Arrays cross the ABI as pointer + element count; the caller owns them.
  *  - Handles are opaque, created by `_create` and released by `_destroy`.
  *  - No function aborts, exits, or writes to stdout; diagnostics go to the
@@ -41,11 +50,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(_WIN32)
+/**
+ * @def FP8RL_API
+ * Marks a function of the public API. Building libfp8rl, whose CMake target
+ * defines FP8RL_BUILDING_LIBRARY, it exports the function from the DLL on
+ * Windows; for users there it imports it. Elsewhere it gives the function
+ * default visibility: the library is built with hidden visibility, so only
+ * these functions leave it. libfp8rl is built as a shared library only, so
+ * there is no static-library variant of the macro.
+ */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(FP8RL_BUILDING_LIBRARY)
 #define FP8RL_API __declspec(dllexport)
 #else
-/** Marks a function exported from libfp8rl (everything else is hidden). */
+#define FP8RL_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
 #define FP8RL_API __attribute__((visibility("default")))
+#else
+#define FP8RL_API
 #endif
 
 #ifdef __cplusplus
@@ -119,6 +142,25 @@ FP8RL_API const char* fp8rl_status_name(fp8rl_status status);
 FP8RL_API const char* fp8rl_last_error_message(void);
 
 /** @} */
+
+/* The element types and scale formats belong to the numerics section (@ref numerics); they are
+ * declared here, before the sections that use them (fp8rl_recipe::scale_format, fp8rl_policy_save()). */
+
+/** Element types. @ingroup numerics */
+typedef enum fp8rl_dtype {
+  FP8RL_DTYPE_F32 = 0,                 /**< IEEE binary32. */
+  FP8RL_DTYPE_BF16 = 1,                /**< bfloat16, stored as uint16_t bits. */
+  FP8RL_DTYPE_E4M3 = 2,                /**< OCP FP8 E4M3 (e4m3fn: max 448, no Inf), stored as uint8_t. */
+  FP8RL_DTYPE_E5M2 = 3,                /**< OCP FP8 E5M2 (max 57344, with Inf), stored as uint8_t. */
+  FP8RL_DTYPE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_dtype;
+
+/** How block scales are represented. @ingroup numerics */
+typedef enum fp8rl_scale_format {
+  FP8RL_SCALE_FP32 = 0,                /**< scale = amax / fp8_max in FP32. */
+  FP8RL_SCALE_POW2 = 1,                /**< The smallest power of two with amax <= fp8_max * scale. */
+  FP8RL_SCALE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_scale_format;
 
 /** @defgroup context Contexts, backends and logging
  *  @{ */
@@ -244,194 +286,6 @@ typedef enum fp8rl_feature {
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_build_features(uint32_t* out_features);
-
-/** @} */
-
-/** @defgroup numerics FP8 and BF16 conversion and block quantization
- *  @{ */
-
-/** Element types. */
-typedef enum fp8rl_dtype {
-  FP8RL_DTYPE_F32 = 0,                 /**< IEEE binary32. */
-  FP8RL_DTYPE_BF16 = 1,                /**< bfloat16, stored as uint16_t bits. */
-  FP8RL_DTYPE_E4M3 = 2,                /**< OCP FP8 E4M3 (e4m3fn: max 448, no Inf), stored as uint8_t. */
-  FP8RL_DTYPE_E5M2 = 3,                /**< OCP FP8 E5M2 (max 57344, with Inf), stored as uint8_t. */
-  FP8RL_DTYPE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
-} fp8rl_dtype;
-
-/**
- * @brief Converts @p count elements between element types, rounding to nearest even.
- *
- * Supported: F32 to and from BF16, E4M3 and E5M2. No scaling is applied.
- * NaN stays NaN. On overflow into FP8, @p saturate != 0 clamps to the largest
- * finite value (Inf included, like CUDA's satfinite); @p saturate == 0 gives
- * NaN for E4M3 and Inf for E5M2 (what ml_dtypes does). F32 to BF16 overflows to Inf.
- * @param src Caller-owned input of @p count elements of @p src_dtype.
- * @param src_dtype Input element type.
- * @param dst Caller-owned output of @p count elements of @p dst_dtype; may not overlap @p src.
- * @param dst_dtype Output element type.
- * @param count Number of elements.
- * @param saturate Overflow behaviour for FP8 outputs (ignored otherwise).
- * @retval FP8RL_ERROR_UNSUPPORTED for pairs other than F32 <-> {BF16, E4M3, E5M2}.
- * Thread-safe.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_convert(const void* src, fp8rl_dtype src_dtype, void* dst, fp8rl_dtype dst_dtype,
-                                     size_t count, int32_t saturate);
-
-/** How a matrix [rows, cols] is cut into blocks that share one scale. */
-typedef enum fp8rl_block_layout {
-  /** 1x128 tiles along each row. Codes [rows, cols], scales [rows, ceil(cols/128)]. Activations, gradients. */
-  FP8RL_LAYOUT_TILE_1X128 = 0,
-  /** 1x128 tiles along each column, stored transposed. Codes [cols, rows], scales [cols, ceil(rows/128)]. For wgrad. */
-  FP8RL_LAYOUT_TILE_1X128_TRANSPOSED = 1,
-  /** 128x128 blocks. Codes [rows, cols], scales [ceil(rows/128), ceil(cols/128)]. Weights. */
-  FP8RL_LAYOUT_BLOCK_128X128 = 2,
-  FP8RL_LAYOUT_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
-} fp8rl_block_layout;
-
-/** How block scales are represented. */
-typedef enum fp8rl_scale_format {
-  FP8RL_SCALE_FP32 = 0,                /**< scale = amax / fp8_max in FP32. */
-  FP8RL_SCALE_POW2 = 1,                /**< The smallest power of two with amax <= fp8_max * scale. */
-  FP8RL_SCALE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
-} fp8rl_scale_format;
-
-/**
- * Options for fp8rl_quantize() and fp8rl_dequantize(). Fill with fp8rl_quantize_options_init().
- *
- * Scales are dequantization multipliers: value ~= decode(code) * scale, where
- * scale comes from the amax of the block's finite values. A block whose amax
- * is 0 gets scale 1. Scales are floored at 2^-126.
- */
-typedef struct fp8rl_quantize_options {
-  uint32_t struct_size;            /**< sizeof(fp8rl_quantize_options), set by the init function. */
-  fp8rl_dtype format;              /**< ::FP8RL_DTYPE_E4M3 (default) or ::FP8RL_DTYPE_E5M2. */
-  fp8rl_block_layout layout;       /**< Default ::FP8RL_LAYOUT_TILE_1X128. */
-  fp8rl_scale_format scale_format; /**< Default ::FP8RL_SCALE_FP32. */
-  int32_t saturate;                /**< Non-zero (default): out-of-range values clamp to the FP8 max. */
-  int32_t allow_non_finite;        /**< 0 (default): NaN/Inf input fails with ::FP8RL_ERROR_NON_FINITE.
-                                        Non-zero: NaN encodes as NaN, +-Inf as the overflow code, and
-                                        neither affects its block's scale. */
-} fp8rl_quantize_options;
-
-/**
- * @brief Fills @p options with defaults (E4M3, 1x128 tiles, FP32 scales, saturating).
- * @param options Caller-owned struct to fill.
- * Thread-safe.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_quantize_options_init(fp8rl_quantize_options* options);
-
-/**
- * @brief How many codes and scales a quantized [rows, cols] matrix takes.
- * @param options Quantization options (layout is what matters).
- * @param rows Rows of the unquantized matrix (> 0).
- * @param cols Columns of the unquantized matrix (> 0).
- * @param[out] out_code_count Receives the number of uint8_t codes (rows * cols).
- * @param[out] out_scale_count Receives the number of float scales.
- * Thread-safe.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* options, int64_t rows, int64_t cols,
-                                             int64_t* out_code_count, int64_t* out_scale_count);
-
-/**
- * @brief Block-quantizes a row-major matrix [rows, cols] to FP8 codes and FP32 scales.
- * @param context A valid context; the work runs on its backend.
- * @param options Format, layout, scale format, overflow and non-finite policy.
- * @param input Caller-owned row-major [rows, cols] of @p input_dtype (F32 or BF16).
- * @param input_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
- * @param rows Rows (> 0).
- * @param cols Columns (> 0).
- * @param[out] codes Caller-owned, @p code_count uint8_t, laid out per options->layout.
- * @param code_count Capacity of @p codes; must equal what fp8rl_quantized_sizes() gives.
- * @param[out] scales Caller-owned, @p scale_count floats.
- * @param scale_count Capacity of @p scales; must equal what fp8rl_quantized_sizes() gives.
- * @retval FP8RL_ERROR_NON_FINITE if the input holds NaN/Inf and options->allow_non_finite is 0
- *         (the message gives the first bad index); nothing is written then.
- * Thread-safe; calls on one context are serialized.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options, const void* input,
-                                      fp8rl_dtype input_dtype, int64_t rows, int64_t cols, uint8_t* codes,
-                                      int64_t code_count, float* scales, int64_t scale_count);
-
-/**
- * @brief Reconstructs the row-major F32 matrix [rows, cols] from codes and scales.
- * @param context A valid context.
- * @param options The options the data was quantized with (format and layout matter).
- * @param codes Caller-owned codes, @p code_count of them.
- * @param code_count Number of codes; must match fp8rl_quantized_sizes().
- * @param scales Caller-owned scales, @p scale_count of them.
- * @param scale_count Number of scales; must match fp8rl_quantized_sizes().
- * @param rows Rows of the original matrix.
- * @param cols Columns of the original matrix.
- * @param[out] output Caller-owned row-major [rows, cols] floats.
- * @param output_count Capacity of @p output; must equal rows * cols.
- * Thread-safe; calls on one context are serialized.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_dequantize(fp8rl_context* context, const fp8rl_quantize_options* options,
-                                        const uint8_t* codes, int64_t code_count, const float* scales,
-                                        int64_t scale_count, int64_t rows, int64_t cols, float* output,
-                                        int64_t output_count);
-
-/** @} */
-
-/** @defgroup gemm Matrix products
- *  @{ */
-
-/**
- * A block-quantized E4M3 matrix of logical shape [rows, cols] (a view: the
- * caller owns the arrays), as fp8rl_quantize() produces it.
- */
-typedef struct fp8rl_fp8_matrix {
-  const uint8_t* codes;      /**< Codes laid out per @c layout. */
-  int64_t code_count;        /**< Number of codes (rows * cols). */
-  const float* scales;       /**< Scales laid out per @c layout. */
-  int64_t scale_count;       /**< Number of scales. */
-  int64_t rows;              /**< Logical rows. */
-  int64_t cols;              /**< Logical columns (the reduction dimension K for a GEMM operand). */
-  fp8rl_block_layout layout; /**< Block layout of codes and scales. */
-} fp8rl_fp8_matrix;
-
-/**
- * @brief Block-scaled FP8 GEMM: C[M,N] = A[M,K] * W[N,K]^T with FP32 accumulation.
- *
- * Batch-invariant and deterministic: each element of C is bitwise the same
- * whatever M, whatever rows it is batched with, and whatever the thread count.
- * @param context A valid context.
- * @param a E4M3 activations [M, K] in ::FP8RL_LAYOUT_TILE_1X128.
- * @param w E4M3 weights [N, K] in ::FP8RL_LAYOUT_BLOCK_128X128 (or ::FP8RL_LAYOUT_TILE_1X128).
- * @param[out] c Caller-owned row-major [M, N] of @p c_dtype.
- * @param c_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
- * @param c_count Capacity of @p c in elements; must equal M * N.
- * Thread-safe; calls on one context are serialized.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_matrix* a, const fp8rl_fp8_matrix* w,
-                                      void* c, fp8rl_dtype c_dtype, int64_t c_count);
-
-/**
- * @brief BF16 GEMM: C[M,N] = A[M,K] * W[N,K]^T with FP32 accumulation; batch-invariant like fp8rl_gemm_fp8().
- * @param context A valid context.
- * @param a Caller-owned row-major [M, K] BF16 bits.
- * @param a_count Elements in @p a; must equal M * K.
- * @param w Caller-owned row-major [N, K] BF16 bits.
- * @param w_count Elements in @p w; must equal N * K.
- * @param m Rows of A and C (> 0).
- * @param n Rows of W, columns of C (> 0).
- * @param k The reduction dimension (> 0).
- * @param[out] c Caller-owned row-major [M, N] of @p c_dtype.
- * @param c_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
- * @param c_count Capacity of @p c in elements; must equal M * N.
- * Thread-safe; calls on one context are serialized.
- * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
- */
-FP8RL_API fp8rl_status fp8rl_gemm_bf16(fp8rl_context* context, const uint16_t* a, int64_t a_count, const uint16_t* w,
-                                       int64_t w_count, int64_t m, int64_t n, int64_t k, void* c, fp8rl_dtype c_dtype,
-                                       int64_t c_count);
 
 /** @} */
 
@@ -707,7 +561,7 @@ FP8RL_API fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, 
 
 /** Bytes a policy (and its trainer) hold, by component. */
 typedef struct fp8rl_memory_report {
-  uint32_t struct_size;     /**< Set by the caller to sizeof(fp8rl_memory_report). */
+  uint32_t struct_size;     /**< sizeof(fp8rl_memory_report), set by the init function. */
   int64_t master_weights;   /**< FP32 master weights: the host copy, and for a trainer also its arena on the
                                  backend (the copy training updates). */
   int64_t compute_weights;  /**< The recipe's compute copies on the backend (BF16 / E4M3 codes and scales). */
@@ -717,9 +571,20 @@ typedef struct fp8rl_memory_report {
 } fp8rl_memory_report;
 
 /**
+ * @brief Prepares @p report for fp8rl_policy_memory() or fp8rl_trainer_memory():
+ *        sets struct_size and zeroes the other fields.
+ * @param[out] report Caller-owned struct to fill.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if @p report is NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_memory_report_init(fp8rl_memory_report* report);
+
+/**
  * @brief The memory a policy holds, by component (the trainer-only fields are 0).
  * @param policy A valid policy.
- * @param[out] out_report Receives the report; out_report->struct_size must be set.
+ * @param[out] out_report Receives the report; out_report->struct_size must be set
+ *             (fp8rl_memory_report_init() sets it).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
  * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
  * Thread-safe; serialized with calls on the policy's context.
@@ -803,7 +668,9 @@ FP8RL_API fp8rl_status fp8rl_policy_get_attention_scales(const fp8rl_policy* pol
                                                          int64_t num_layers);
 
 /**
- * Options of fp8rl_policy_recalibrate_attention_scales(). Fill with
+ * Options of the attention-scale calibration: of
+ * fp8rl_policy_recalibrate_attention_scales() and of a trainer's
+ * recalibration (fp8rl_trainer_options::calibration). Fill with
  * fp8rl_calibration_options_init().
  */
 typedef struct fp8rl_calibration_options {
@@ -1023,13 +890,14 @@ FP8RL_API fp8rl_status fp8rl_rollout_destroy(fp8rl_rollout* rollout);
 /** @} */
 
 /** @defgroup mismatch Generation-vs-training mismatch
- *  How far the generator's log-probs are from the training policy's
- *  recomputation of the same tokens (fp8rl_policy_score() with the training
- *  recipe), and the token-level importance-sampling weights
- *  w = exp(logp_train - logp_gen) that correct for it.
+ *  How far the generator's log-probs (logp_gen) are from the training
+ *  policy's recomputation of the same tokens (logp_old, as a training
+ *  iteration fixes it: fp8rl_trainer_recompute_logprobs(), or
+ *  fp8rl_policy_score() with the training recipe), and the token-level
+ *  importance-sampling weights w = exp(logp_old - logp_gen) that correct for it.
  *  @{ */
 
-/** How importance weights are formed from w = exp(logp_train - logp_gen). */
+/** How importance weights are formed from w = exp(logp_old - logp_gen). */
 typedef enum fp8rl_importance_mode {
   FP8RL_IMPORTANCE_OFF = 0,             /**< w = 1. */
   FP8RL_IMPORTANCE_PLAIN = 1,           /**< w as it is. */
@@ -1040,22 +908,38 @@ typedef enum fp8rl_importance_mode {
   FP8RL_IMPORTANCE_FORCE_32BIT = 0x7FFFFFFF
 } fp8rl_importance_mode;
 
-/** Importance-weight options. Fill with fp8rl_importance_options_init(). */
+/**
+ * Importance-weight options, of fp8rl_mismatch_metrics_compute() and of a
+ * trainer (fp8rl_trainer_options::importance). Fill with fp8rl_importance_options_init().
+ *
+ * The default mode is ::FP8RL_IMPORTANCE_OFF. Generation and training run on
+ * one engine that computes every row on its own, so a policy that generates
+ * and trains in one recipe (sampling at the training temperature, without
+ * top-k or top-p) has logp_old equal to logp_gen bit for bit: every weight is
+ * exactly 1 and a correction changes nothing. A truncated default would
+ * still make every policy-gradient trainer require logp_gen in each batch,
+ * refusing batches that bring only rewards or advantages. Turn a mode on when
+ * the generator differs from the trainer (another recipe, e.g. FP8 generation
+ * and BF16 training with fp8rl_policy_copy_weights(), or another engine):
+ * ::FP8RL_IMPORTANCE_TRUNCATED with high = 2 (truncated importance sampling)
+ * is the usual choice. The trainer reports the mismatch whenever a batch
+ * brings logp_gen, whatever the mode.
+ */
 typedef struct fp8rl_importance_options {
   uint32_t struct_size;       /**< sizeof(fp8rl_importance_options), set by the init function. */
-  fp8rl_importance_mode mode; /**< Default ::FP8RL_IMPORTANCE_TRUNCATED. */
+  fp8rl_importance_mode mode; /**< Default ::FP8RL_IMPORTANCE_OFF (see above). */
   double low;                 /**< Lower bound, >= 0; default 0. */
   double high;                /**< Upper bound (the truncation cap), > 0 and >= low; default 2. */
 } fp8rl_importance_options;
 
 /** Mismatch metrics over a batch of completion tokens. */
 typedef struct fp8rl_mismatch_metrics {
-  uint32_t struct_size;         /**< Set by the caller to sizeof(fp8rl_mismatch_metrics). */
+  uint32_t struct_size;         /**< sizeof(fp8rl_mismatch_metrics), set by the init function. */
   int64_t tokens;               /**< Tokens measured. */
   int64_t non_finite_tokens;    /**< Tokens with a non-finite logp_gen, left out of the means below. */
-  double token_mult_prob_error; /**< Mean exp(|logp_train - logp_gen|); 1 when identical. */
-  double gen_kl_error;          /**< Mean k3 estimate of KL(gen || train): exp(x) - x - 1, x = logp_train - logp_gen. */
-  double gen_kl_k1;             /**< Mean logp_gen - logp_train (the k1 estimate of the same KL). */
+  double token_mult_prob_error; /**< Mean exp(|logp_old - logp_gen|); 1 when identical. */
+  double gen_kl_error;          /**< Mean k3 estimate of KL(gen || train): exp(x) - x - 1, x = logp_old - logp_gen. */
+  double gen_kl_k1;             /**< Mean logp_gen - logp_old (the k1 estimate of the same KL). */
   double policy_kl_error;       /**< Mean k3 estimate of KL(train || gen). */
   double is_weight_mean;        /**< Mean importance weight under the options. */
   double is_truncated_fraction; /**< Fraction of tokens whose weight was truncated. */
@@ -1064,7 +948,7 @@ typedef struct fp8rl_mismatch_metrics {
 } fp8rl_mismatch_metrics;
 
 /**
- * @brief Fills @p options with defaults: truncated importance sampling, [0, 2].
+ * @brief Fills @p options with defaults: importance weighting off, bounds [0, 2].
  * @param[out] options The struct to fill; struct_size is set.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL.
  * Thread-safe.
@@ -1073,23 +957,34 @@ typedef struct fp8rl_mismatch_metrics {
 FP8RL_API fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* options);
 
 /**
+ * @brief Prepares @p metrics for fp8rl_mismatch_metrics_compute(): sets
+ *        struct_size and zeroes the other fields.
+ * @param[out] metrics Caller-owned struct to fill.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if @p metrics is NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_mismatch_metrics_init(fp8rl_mismatch_metrics* metrics);
+
+/**
  * @brief Computes the mismatch metrics of a batch of completions.
  *
  * Sequence i's tokens are [offsets[i], offsets[i + 1]) of both arrays, as
  * fp8rl_rollout_copy() and fp8rl_policy_score() lay them out.
- * @param logp_train Caller-owned log-probs recomputed by the training policy; must be finite.
+ * @param logp_old Caller-owned log-probs recomputed by the training policy; must be finite.
  * @param logp_gen Caller-owned log-probs the generator recorded.
  * @param offsets Caller-owned, num_sequences + 1 offsets: 0 first, non-decreasing.
  * @param num_sequences Number of sequences (> 0).
  * @param options Importance-weight options; read only during the call.
- * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set.
+ * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set
+ *             (fp8rl_mismatch_metrics_init() sets it).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed offsets or bad options.
- * @retval FP8RL_ERROR_NON_FINITE for a NaN or infinite logp_train (the message names the token).
+ * @retval FP8RL_ERROR_NON_FINITE for a NaN or infinite logp_old (the message names the token).
  * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
  * Thread-safe (no state).
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
-FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, const float* logp_gen,
+FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, const float* logp_gen,
                                                       const int64_t* offsets, int64_t num_sequences,
                                                       const fp8rl_importance_options* options,
                                                       fp8rl_mismatch_metrics* out_metrics);
@@ -1121,7 +1016,8 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, c
  *    fp8rl_train_batch batch;
  *    fp8rl_train_batch_init(&batch);
  *    // batch.tokens, offsets, num_sequences, prompt_lengths, logp_gen, rewards ...
- *    fp8rl_train_metrics metrics = {sizeof(metrics)};
+ *    fp8rl_train_metrics metrics;
+ *    fp8rl_train_metrics_init(&metrics);
  *    fp8rl_trainer_iterate(trainer, &batch, &metrics, NULL, 0);  // options.minibatches steps
  *    fp8rl_rollout_destroy(rollout);
  *  }
@@ -1172,50 +1068,50 @@ typedef enum fp8rl_lr_schedule {
 
 /** Trainer options. Fill with fp8rl_trainer_options_init(). */
 typedef struct fp8rl_trainer_options {
-  uint32_t struct_size;                  /**< sizeof(fp8rl_trainer_options), set by the init function. */
-  fp8rl_loss_kind loss;                  /**< Default ::FP8RL_LOSS_CLIPPED_POLICY_GRADIENT. */
-  double clip_low;                       /**< epsilon_low in [0, 1]; default 0.2. */
-  double clip_high;                      /**< epsilon_high >= 0; default 0.2 (DAPO's clip-higher: 0.28). */
-  fp8rl_importance_mode importance_mode; /**< Token-level IS correction w = exp(logp_old - logp_gen); default
-                                              ::FP8RL_IMPORTANCE_OFF. Any other mode needs logp_gen in the batch. */
-  double importance_low;                 /**< Lower bound of w, >= 0; default 0. */
-  double importance_high;                /**< Upper bound (truncation cap) of w, > 0; default 2. */
+  uint32_t struct_size;                /**< sizeof(fp8rl_trainer_options), set by the init function. */
+  fp8rl_loss_kind loss;                /**< Default ::FP8RL_LOSS_CLIPPED_POLICY_GRADIENT. */
+  double clip_low;                     /**< epsilon_low in [0, 1]; default 0.2. */
+  double clip_high;                    /**< epsilon_high >= 0; default 0.2 (DAPO's clip-higher: 0.28). */
+  fp8rl_importance_options importance; /**< Token-level IS correction w = exp(logp_old - logp_gen), with the
+                                            defaults of fp8rl_importance_options_init() (off). Any other mode
+                                            makes a policy-gradient loss need logp_gen in the batch. */
   double kl_coefficient;           /**< beta >= 0 of the KL penalty to the reference; > 0 needs logp_ref. Default 0. */
   fp8rl_kl_estimator kl_estimator; /**< Default ::FP8RL_KL_K3. */
   fp8rl_aggregation aggregation;   /**< Default ::FP8RL_AGGREGATION_TOKEN_MEAN. */
   int32_t group_size;              /**< Completions per prompt, consecutive in the batch (>= 1; default 1):
                                         the groups of reward normalization. */
-  fp8rl_advantage_baseline baseline; /**< Default ::FP8RL_BASELINE_GROUP_MEAN. */
-  int32_t normalize_by_std;          /**< Non-zero: divide advantages by the group's std + epsilon. Default 0. */
-  int32_t sample_std;                /**< Non-zero (default): sample std (n - 1); 0: population std. */
-  double advantage_epsilon;          /**< >= 0; default 1e-6. */
-  double learning_rate;              /**< Peak learning rate >= 0; default 1e-6. */
-  fp8rl_lr_schedule schedule;        /**< Default ::FP8RL_LR_CONSTANT. */
-  int64_t warmup_steps;              /**< >= 0; default 0. */
-  int64_t total_steps;               /**< Cosine schedule: warmup + decay steps; default 0. */
-  double min_lr_ratio;               /**< Cosine schedule: final / peak rate in [0, 1]; default 0. */
-  double beta1;                      /**< AdamW beta1 in [0, 1); default 0.9. */
-  double beta2;                      /**< AdamW beta2 in [0, 1); default 0.999. */
-  double adam_epsilon;               /**< AdamW epsilon > 0; default 1e-8. */
-  double weight_decay;               /**< >= 0, on matrices only (not norms, biases); default 0.01. */
-  double max_grad_norm;              /**< Global L2 clipping; 0 turns it off. Default 1. */
-  float temperature;                 /**< Training log-probs are log softmax(logits / temperature) over the
-                                          whole vocabulary (> 0; default 1): use the sampling temperature with
-                                          top_k 0 and top_p 1 for log-probs equal to the generator's. */
-  int64_t micro_batch_tokens;        /**< Tokens per micro-batch (>= 1; default 2048): activations of one
-                                          micro-batch are kept for its backward pass. */
-  int32_t recalibrate_after_step;    /**< Non-zero (default): fp8rl_trainer_recalibrate() after every step. */
-  double calibration_percentile;     /**< Of the per-token Q/K/V maxima, in (0, 100]; default 99.9. */
-  double calibration_margin;         /**< >= 1; default 1.05. */
-  double calibration_max_value;      /**< The FP8 magnitude the percentile maps to; default 448. */
-  uint64_t seed;                     /**< Seed of fp8rl_trainer_next_seeds(); default 0. */
-  int64_t minibatches;               /**< Optimizer steps per fp8rl_trainer_iterate() (>= 1; default 1): the
-                                          batch's sequences in this many consecutive mini-batches of near-equal
-                                          count (mini-batch k starts at sequence k * num_sequences / minibatches). */
+  fp8rl_advantage_baseline baseline;     /**< Default ::FP8RL_BASELINE_GROUP_MEAN. */
+  int32_t normalize_by_std;              /**< Non-zero: divide advantages by the group's std + epsilon. Default 0. */
+  int32_t sample_std;                    /**< Non-zero (default): sample std (n - 1); 0: population std. */
+  double advantage_epsilon;              /**< >= 0; default 1e-6. */
+  double learning_rate;                  /**< Peak learning rate >= 0; default 1e-6. */
+  fp8rl_lr_schedule schedule;            /**< Default ::FP8RL_LR_CONSTANT. */
+  int64_t warmup_steps;                  /**< >= 0; default 0. */
+  int64_t total_steps;                   /**< Cosine schedule: warmup + decay steps; default 0. */
+  double min_lr_ratio;                   /**< Cosine schedule: final / peak rate in [0, 1]; default 0. */
+  double beta1;                          /**< AdamW beta1 in [0, 1); default 0.9. */
+  double beta2;                          /**< AdamW beta2 in [0, 1); default 0.999. */
+  double adam_epsilon;                   /**< AdamW epsilon > 0; default 1e-8. */
+  double weight_decay;                   /**< >= 0, on matrices only (not norms, biases); default 0.01. */
+  double max_grad_norm;                  /**< Global L2 clipping; 0 turns it off. Default 1. */
+  float temperature;                     /**< Training log-probs are log softmax(logits / temperature) over the
+                                              whole vocabulary (> 0; default 1): use the sampling temperature with
+                                              top_k 0 and top_p 1 for log-probs equal to the generator's. */
+  int64_t micro_batch_tokens;            /**< Tokens per micro-batch (>= 1; default 2048): activations of one
+                                              micro-batch are kept for its backward pass. */
+  int32_t recalibrate_after_step;        /**< Non-zero (default): fp8rl_trainer_recalibrate() after every step. */
+  fp8rl_calibration_options calibration; /**< How recalibration sets the Q/K/V scales from the training forward
+                                              pass, with the defaults of fp8rl_calibration_options_init(). */
+  uint64_t seed;                         /**< Seed of fp8rl_trainer_next_seeds(); default 0. */
+  int64_t minibatches;                   /**< Optimizer steps per fp8rl_trainer_iterate() (>= 1; default 1): the
+                                              batch's sequences in this many consecutive mini-batches of near-equal
+                                              count (mini-batch k starts at sequence k * num_sequences / minibatches). */
 } fp8rl_trainer_options;
 
 /**
- * @brief Fills @p options with the defaults each field documents.
+ * @brief Fills @p options with the defaults each field documents; the embedded
+ *        importance and calibration options as their own _init functions fill
+ *        them, struct_size included.
  * @param[out] options The struct to fill; struct_size is set.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL.
  * Thread-safe.
@@ -1250,7 +1146,8 @@ FP8RL_API fp8rl_status fp8rl_trainer_destroy(fp8rl_trainer* trainer);
 /**
  * @brief The memory the trainer and its policy hold, by component.
  * @param trainer A valid trainer.
- * @param[out] out_report Receives the report; out_report->struct_size must be set.
+ * @param[out] out_report Receives the report; out_report->struct_size must be set
+ *             (fp8rl_memory_report_init() sets it).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
  * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
  * Thread-safe; serialized with calls on the policy's context.
@@ -1304,7 +1201,7 @@ FP8RL_API fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch);
  * single mini-batch's metrics leave them 0).
  */
 typedef struct fp8rl_train_metrics {
-  uint32_t struct_size;          /**< Set by the caller to sizeof(fp8rl_train_metrics). */
+  uint32_t struct_size;          /**< sizeof(fp8rl_train_metrics), set by the init function. */
   int64_t step;                  /**< Steps taken, this one (or the iteration's last) included. */
   int32_t skipped;               /**< Non-zero: the gradient was not finite; weights, optimizer state and
                                       scales are unchanged (the message is logged at warning level). */
@@ -1342,11 +1239,22 @@ typedef struct fp8rl_train_metrics {
 } fp8rl_train_metrics;
 
 /**
+ * @brief Prepares @p metrics for fp8rl_trainer_step() or fp8rl_trainer_iterate():
+ *        sets struct_size and zeroes the other fields.
+ * @param[out] metrics Caller-owned struct to fill.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT if @p metrics is NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_train_metrics_init(fp8rl_train_metrics* metrics);
+
+/**
  * @brief One training step on a batch: the one-mini-batch iteration
  *        (fp8rl_trainer_iterate() with minibatches = 1, whatever the options say).
  * @param trainer A valid trainer.
  * @param batch The batch; read only during the call.
- * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set.
+ * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set
+ *             (fp8rl_train_metrics_init() sets it).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed sequences, prompt lengths or
  *         counts, a missing or extra array for the loss (the message names it); nothing changes then.
  * @retval FP8RL_ERROR_NON_FINITE for NaN/Inf rewards, advantages, or log-probs where the loss reads them.
@@ -1374,9 +1282,10 @@ FP8RL_API fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_tr
  * @param trainer A valid trainer.
  * @param batch The batch, with at least options.minibatches sequences; read only during the call.
  * @param[out] out_iteration Receives the whole iteration's metrics (see ::fp8rl_train_metrics);
- *             out_iteration->struct_size must be set.
+ *             out_iteration->struct_size must be set (fp8rl_train_metrics_init() sets it).
  * @param[out] out_minibatches NULL, or caller-owned metrics of each step in order, each with
- *             struct_size set; @p capacity must then be at least options.minibatches.
+ *             struct_size set (fp8rl_train_metrics_init() on each); @p capacity must then be at
+ *             least options.minibatches.
  * @param capacity Entries of @p out_minibatches (0 when NULL).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT as fp8rl_trainer_step(), and for fewer sequences than
  *         minibatches or a too small capacity; nothing changes then.
@@ -1475,6 +1384,178 @@ FP8RL_API fp8rl_status fp8rl_trainer_load_state(fp8rl_trainer* trainer, const ch
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_rollout_seconds(const fp8rl_rollout* rollout, double* out_seconds);
+
+/** @} */
+
+/** @defgroup numerics FP8 and BF16 conversion and block quantization
+ *  @{ */
+
+/**
+ * @brief Converts @p count elements between element types, rounding to nearest even.
+ *
+ * Supported: F32 to and from BF16, E4M3 and E5M2. No scaling is applied.
+ * NaN stays NaN. On overflow into FP8, @p saturate != 0 clamps to the largest
+ * finite value (Inf included, like CUDA's satfinite); @p saturate == 0 gives
+ * NaN for E4M3 and Inf for E5M2 (what ml_dtypes does). F32 to BF16 overflows to Inf.
+ * @param src Caller-owned input of @p count elements of @p src_dtype.
+ * @param src_dtype Input element type.
+ * @param dst Caller-owned output of @p count elements of @p dst_dtype; may not overlap @p src.
+ * @param dst_dtype Output element type.
+ * @param count Number of elements.
+ * @param saturate Overflow behaviour for FP8 outputs (ignored otherwise).
+ * @retval FP8RL_ERROR_UNSUPPORTED for pairs other than F32 <-> {BF16, E4M3, E5M2}.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_convert(const void* src, fp8rl_dtype src_dtype, void* dst, fp8rl_dtype dst_dtype,
+                                     size_t count, int32_t saturate);
+
+/** How a matrix [rows, cols] is cut into blocks that share one scale. */
+typedef enum fp8rl_block_layout {
+  /** 1x128 tiles along each row. Codes [rows, cols], scales [rows, ceil(cols/128)]. Activations, gradients. */
+  FP8RL_LAYOUT_TILE_1X128 = 0,
+  /** 1x128 tiles along each column, stored transposed. Codes [cols, rows], scales [cols, ceil(rows/128)]. For wgrad. */
+  FP8RL_LAYOUT_TILE_1X128_TRANSPOSED = 1,
+  /** 128x128 blocks. Codes [rows, cols], scales [ceil(rows/128), ceil(cols/128)]. Weights. */
+  FP8RL_LAYOUT_BLOCK_128X128 = 2,
+  FP8RL_LAYOUT_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_block_layout;
+
+/**
+ * Options for fp8rl_quantize() and fp8rl_dequantize(). Fill with fp8rl_quantize_options_init().
+ *
+ * Scales are dequantization multipliers: value ~= decode(code) * scale, where
+ * scale comes from the amax of the block's finite values. A block whose amax
+ * is 0 gets scale 1. Scales are floored at 2^-126.
+ */
+typedef struct fp8rl_quantize_options {
+  uint32_t struct_size;            /**< sizeof(fp8rl_quantize_options), set by the init function. */
+  fp8rl_dtype format;              /**< ::FP8RL_DTYPE_E4M3 (default) or ::FP8RL_DTYPE_E5M2. */
+  fp8rl_block_layout layout;       /**< Default ::FP8RL_LAYOUT_TILE_1X128. */
+  fp8rl_scale_format scale_format; /**< Default ::FP8RL_SCALE_FP32. */
+  int32_t saturate;                /**< Non-zero (default): out-of-range values clamp to the FP8 max. */
+  int32_t allow_non_finite;        /**< 0 (default): NaN/Inf input fails with ::FP8RL_ERROR_NON_FINITE.
+                                        Non-zero: NaN encodes as NaN, +-Inf as the overflow code, and
+                                        neither affects its block's scale. */
+} fp8rl_quantize_options;
+
+/**
+ * @brief Fills @p options with defaults (E4M3, 1x128 tiles, FP32 scales, saturating).
+ * @param options Caller-owned struct to fill.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_quantize_options_init(fp8rl_quantize_options* options);
+
+/**
+ * @brief How many codes and scales a quantized [rows, cols] matrix takes.
+ * @param options Quantization options (layout is what matters).
+ * @param rows Rows of the unquantized matrix (> 0).
+ * @param cols Columns of the unquantized matrix (> 0).
+ * @param[out] out_code_count Receives the number of uint8_t codes (rows * cols).
+ * @param[out] out_scale_count Receives the number of float scales.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* options, int64_t rows, int64_t cols,
+                                             int64_t* out_code_count, int64_t* out_scale_count);
+
+/**
+ * @brief Block-quantizes a row-major matrix [rows, cols] to FP8 codes and FP32 scales.
+ * @param context A valid context; the work runs on its backend.
+ * @param options Format, layout, scale format, overflow and non-finite policy.
+ * @param input Caller-owned row-major [rows, cols] of @p input_dtype (F32 or BF16).
+ * @param input_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
+ * @param rows Rows (> 0).
+ * @param cols Columns (> 0).
+ * @param[out] codes Caller-owned, @p code_count uint8_t, laid out per options->layout.
+ * @param code_count Capacity of @p codes; must equal what fp8rl_quantized_sizes() gives.
+ * @param[out] scales Caller-owned, @p scale_count floats.
+ * @param scale_count Capacity of @p scales; must equal what fp8rl_quantized_sizes() gives.
+ * @retval FP8RL_ERROR_NON_FINITE if the input holds NaN/Inf and options->allow_non_finite is 0
+ *         (the message gives the first bad index); nothing is written then.
+ * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options, const void* input,
+                                      fp8rl_dtype input_dtype, int64_t rows, int64_t cols, uint8_t* codes,
+                                      int64_t code_count, float* scales, int64_t scale_count);
+
+/**
+ * @brief Reconstructs the row-major F32 matrix [rows, cols] from codes and scales.
+ * @param context A valid context.
+ * @param options The options the data was quantized with (format and layout matter).
+ * @param codes Caller-owned codes, @p code_count of them.
+ * @param code_count Number of codes; must match fp8rl_quantized_sizes().
+ * @param scales Caller-owned scales, @p scale_count of them.
+ * @param scale_count Number of scales; must match fp8rl_quantized_sizes().
+ * @param rows Rows of the original matrix.
+ * @param cols Columns of the original matrix.
+ * @param[out] output Caller-owned row-major [rows, cols] floats.
+ * @param output_count Capacity of @p output; must equal rows * cols.
+ * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_dequantize(fp8rl_context* context, const fp8rl_quantize_options* options,
+                                        const uint8_t* codes, int64_t code_count, const float* scales,
+                                        int64_t scale_count, int64_t rows, int64_t cols, float* output,
+                                        int64_t output_count);
+
+/** @} */
+
+/** @defgroup gemm Matrix products
+ *  @{ */
+
+/**
+ * A block-quantized E4M3 matrix of logical shape [rows, cols] (a view: the
+ * caller owns the arrays), as fp8rl_quantize() produces it.
+ */
+typedef struct fp8rl_fp8_matrix {
+  const uint8_t* codes;      /**< Codes laid out per @c layout. */
+  int64_t code_count;        /**< Number of codes (rows * cols). */
+  const float* scales;       /**< Scales laid out per @c layout. */
+  int64_t scale_count;       /**< Number of scales. */
+  int64_t rows;              /**< Logical rows. */
+  int64_t cols;              /**< Logical columns (the reduction dimension K for a GEMM operand). */
+  fp8rl_block_layout layout; /**< Block layout of codes and scales. */
+} fp8rl_fp8_matrix;
+
+/**
+ * @brief Block-scaled FP8 GEMM: C[M,N] = A[M,K] * W[N,K]^T with FP32 accumulation.
+ *
+ * Batch-invariant and deterministic: each element of C is bitwise the same
+ * whatever M, whatever rows it is batched with, and whatever the thread count.
+ * @param context A valid context.
+ * @param a E4M3 activations [M, K] in ::FP8RL_LAYOUT_TILE_1X128.
+ * @param w E4M3 weights [N, K] in ::FP8RL_LAYOUT_BLOCK_128X128 (or ::FP8RL_LAYOUT_TILE_1X128).
+ * @param[out] c Caller-owned row-major [M, N] of @p c_dtype.
+ * @param c_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
+ * @param c_count Capacity of @p c in elements; must equal M * N.
+ * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_matrix* a, const fp8rl_fp8_matrix* w,
+                                      void* c, fp8rl_dtype c_dtype, int64_t c_count);
+
+/**
+ * @brief BF16 GEMM: C[M,N] = A[M,K] * W[N,K]^T with FP32 accumulation; batch-invariant like fp8rl_gemm_fp8().
+ * @param context A valid context.
+ * @param a Caller-owned row-major [M, K] BF16 bits.
+ * @param a_count Elements in @p a; must equal M * K.
+ * @param w Caller-owned row-major [N, K] BF16 bits.
+ * @param w_count Elements in @p w; must equal N * K.
+ * @param m Rows of A and C (> 0).
+ * @param n Rows of W, columns of C (> 0).
+ * @param k The reduction dimension (> 0).
+ * @param[out] c Caller-owned row-major [M, N] of @p c_dtype.
+ * @param c_dtype ::FP8RL_DTYPE_F32 or ::FP8RL_DTYPE_BF16.
+ * @param c_count Capacity of @p c in elements; must equal M * N.
+ * Thread-safe; calls on one context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_gemm_bf16(fp8rl_context* context, const uint16_t* a, int64_t a_count, const uint16_t* w,
+                                       int64_t w_count, int64_t m, int64_t n, int64_t k, void* c, fp8rl_dtype c_dtype,
+                                       int64_t c_count);
 
 /** @} */
 

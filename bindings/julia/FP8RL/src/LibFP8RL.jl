@@ -50,6 +50,18 @@ const FP8RL_ERROR_CUDA = fp8rl_status(9)
 const FP8RL_ERROR_INTERNAL = fp8rl_status(10)
 const FP8RL_STATUS_FORCE_32BIT = fp8rl_status(0x7fffffff)
 
+const fp8rl_dtype = Cint
+const FP8RL_DTYPE_F32 = fp8rl_dtype(0)
+const FP8RL_DTYPE_BF16 = fp8rl_dtype(1)
+const FP8RL_DTYPE_E4M3 = fp8rl_dtype(2)
+const FP8RL_DTYPE_E5M2 = fp8rl_dtype(3)
+const FP8RL_DTYPE_FORCE_32BIT = fp8rl_dtype(0x7fffffff)
+
+const fp8rl_scale_format = Cint
+const FP8RL_SCALE_FP32 = fp8rl_scale_format(0)
+const FP8RL_SCALE_POW2 = fp8rl_scale_format(1)
+const FP8RL_SCALE_FORCE_32BIT = fp8rl_scale_format(0x7fffffff)
+
 const fp8rl_backend = Cint
 const FP8RL_BACKEND_AUTO = fp8rl_backend(0)
 const FP8RL_BACKEND_CPU = fp8rl_backend(1)
@@ -69,24 +81,6 @@ const FP8RL_FEATURE_CUDA = fp8rl_feature(1)
 const FP8RL_FEATURE_AVX2 = fp8rl_feature(2)
 const FP8RL_FEATURE_AVX512 = fp8rl_feature(4)
 const FP8RL_FEATURE_FORCE_32BIT = fp8rl_feature(0x7fffffff)
-
-const fp8rl_dtype = Cint
-const FP8RL_DTYPE_F32 = fp8rl_dtype(0)
-const FP8RL_DTYPE_BF16 = fp8rl_dtype(1)
-const FP8RL_DTYPE_E4M3 = fp8rl_dtype(2)
-const FP8RL_DTYPE_E5M2 = fp8rl_dtype(3)
-const FP8RL_DTYPE_FORCE_32BIT = fp8rl_dtype(0x7fffffff)
-
-const fp8rl_block_layout = Cint
-const FP8RL_LAYOUT_TILE_1X128 = fp8rl_block_layout(0)
-const FP8RL_LAYOUT_TILE_1X128_TRANSPOSED = fp8rl_block_layout(1)
-const FP8RL_LAYOUT_BLOCK_128X128 = fp8rl_block_layout(2)
-const FP8RL_LAYOUT_FORCE_32BIT = fp8rl_block_layout(0x7fffffff)
-
-const fp8rl_scale_format = Cint
-const FP8RL_SCALE_FP32 = fp8rl_scale_format(0)
-const FP8RL_SCALE_POW2 = fp8rl_scale_format(1)
-const FP8RL_SCALE_FORCE_32BIT = fp8rl_scale_format(0x7fffffff)
 
 const fp8rl_model_family = Cint
 const FP8RL_MODEL_FAMILY_LLAMA = fp8rl_model_family(0)
@@ -144,6 +138,12 @@ const FP8RL_LR_WARMUP_CONSTANT = fp8rl_lr_schedule(1)
 const FP8RL_LR_WARMUP_COSINE = fp8rl_lr_schedule(2)
 const FP8RL_LR_FORCE_32BIT = fp8rl_lr_schedule(0x7fffffff)
 
+const fp8rl_block_layout = Cint
+const FP8RL_LAYOUT_TILE_1X128 = fp8rl_block_layout(0)
+const FP8RL_LAYOUT_TILE_1X128_TRANSPOSED = fp8rl_block_layout(1)
+const FP8RL_LAYOUT_BLOCK_128X128 = fp8rl_block_layout(2)
+const FP8RL_LAYOUT_FORCE_32BIT = fp8rl_block_layout(0x7fffffff)
+
 # ---- opaque handles: only ever behind Ptr
 mutable struct fp8rl_context end
 mutable struct fp8rl_policy end
@@ -163,25 +163,6 @@ struct fp8rl_context_options
     log_level::fp8rl_log_level
     log_callback::fp8rl_log_callback
     log_user_data::Ptr{Cvoid}
-end
-
-struct fp8rl_quantize_options
-    struct_size::UInt32
-    format::fp8rl_dtype
-    layout::fp8rl_block_layout
-    scale_format::fp8rl_scale_format
-    saturate::Int32
-    allow_non_finite::Int32
-end
-
-struct fp8rl_fp8_matrix
-    codes::Ptr{UInt8}
-    code_count::Int64
-    scales::Ptr{Cfloat}
-    scale_count::Int64
-    rows::Int64
-    cols::Int64
-    layout::fp8rl_block_layout
 end
 
 struct fp8rl_model_config
@@ -275,9 +256,7 @@ struct fp8rl_trainer_options
     loss::fp8rl_loss_kind
     clip_low::Cdouble
     clip_high::Cdouble
-    importance_mode::fp8rl_importance_mode
-    importance_low::Cdouble
-    importance_high::Cdouble
+    importance::fp8rl_importance_options
     kl_coefficient::Cdouble
     kl_estimator::fp8rl_kl_estimator
     aggregation::fp8rl_aggregation
@@ -299,9 +278,7 @@ struct fp8rl_trainer_options
     temperature::Cfloat
     micro_batch_tokens::Int64
     recalibrate_after_step::Int32
-    calibration_percentile::Cdouble
-    calibration_margin::Cdouble
-    calibration_max_value::Cdouble
+    calibration::fp8rl_calibration_options
     seed::UInt64
     minibatches::Int64
 end
@@ -354,6 +331,25 @@ struct fp8rl_train_metrics
     ratio_max::Cdouble
     old_policy_kl::Cdouble
     minibatches::Int64
+end
+
+struct fp8rl_quantize_options
+    struct_size::UInt32
+    format::fp8rl_dtype
+    layout::fp8rl_block_layout
+    scale_format::fp8rl_scale_format
+    saturate::Int32
+    allow_non_finite::Int32
+end
+
+struct fp8rl_fp8_matrix
+    codes::Ptr{UInt8}
+    code_count::Int64
+    scales::Ptr{Cfloat}
+    scale_count::Int64
+    rows::Int64
+    cols::Int64
+    layout::fp8rl_block_layout
 end
 
 # ---- functions
@@ -480,83 +476,6 @@ function fp8rl_build_features(out_features)
 end
 
 """
-    fp8rl_convert(src, src_dtype, dst, dst_dtype, count, saturate)
-
-```c
-fp8rl_status fp8rl_convert(const void* src, fp8rl_dtype src_dtype, void* dst, fp8rl_dtype dst_dtype, size_t count, int32_t saturate)
-```
-"""
-function fp8rl_convert(src, src_dtype, dst, dst_dtype, count, saturate)
-    @ccall $(_symbol(:fp8rl_convert))(src::Ptr{Cvoid}, src_dtype::fp8rl_dtype, dst::Ptr{Cvoid}, dst_dtype::fp8rl_dtype, count::Csize_t, saturate::Int32)::fp8rl_status
-end
-
-"""
-    fp8rl_quantize_options_init(options)
-
-```c
-fp8rl_status fp8rl_quantize_options_init(fp8rl_quantize_options* options)
-```
-"""
-function fp8rl_quantize_options_init(options)
-    @ccall $(_symbol(:fp8rl_quantize_options_init))(options::Ptr{fp8rl_quantize_options})::fp8rl_status
-end
-
-"""
-    fp8rl_quantized_sizes(options, rows, cols, out_code_count, out_scale_count)
-
-```c
-fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* options, int64_t rows, int64_t cols, int64_t* out_code_count, int64_t* out_scale_count)
-```
-"""
-function fp8rl_quantized_sizes(options, rows, cols, out_code_count, out_scale_count)
-    @ccall $(_symbol(:fp8rl_quantized_sizes))(options::Ptr{fp8rl_quantize_options}, rows::Int64, cols::Int64, out_code_count::Ptr{Int64}, out_scale_count::Ptr{Int64})::fp8rl_status
-end
-
-"""
-    fp8rl_quantize(context, options, input, input_dtype, rows, cols, codes, code_count, scales, scale_count)
-
-```c
-fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options, const void* input, fp8rl_dtype input_dtype, int64_t rows, int64_t cols, uint8_t* codes, int64_t code_count, float* scales, int64_t scale_count)
-```
-"""
-function fp8rl_quantize(context, options, input, input_dtype, rows, cols, codes, code_count, scales, scale_count)
-    @ccall $(_symbol(:fp8rl_quantize))(context::Ptr{fp8rl_context}, options::Ptr{fp8rl_quantize_options}, input::Ptr{Cvoid}, input_dtype::fp8rl_dtype, rows::Int64, cols::Int64, codes::Ptr{UInt8}, code_count::Int64, scales::Ptr{Cfloat}, scale_count::Int64)::fp8rl_status
-end
-
-"""
-    fp8rl_dequantize(context, options, codes, code_count, scales, scale_count, rows, cols, output, output_count)
-
-```c
-fp8rl_status fp8rl_dequantize(fp8rl_context* context, const fp8rl_quantize_options* options, const uint8_t* codes, int64_t code_count, const float* scales, int64_t scale_count, int64_t rows, int64_t cols, float* output, int64_t output_count)
-```
-"""
-function fp8rl_dequantize(context, options, codes, code_count, scales, scale_count, rows, cols, output, output_count)
-    @ccall $(_symbol(:fp8rl_dequantize))(context::Ptr{fp8rl_context}, options::Ptr{fp8rl_quantize_options}, codes::Ptr{UInt8}, code_count::Int64, scales::Ptr{Cfloat}, scale_count::Int64, rows::Int64, cols::Int64, output::Ptr{Cfloat}, output_count::Int64)::fp8rl_status
-end
-
-"""
-    fp8rl_gemm_fp8(context, a, w, c, c_dtype, c_count)
-
-```c
-fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_matrix* a, const fp8rl_fp8_matrix* w, void* c, fp8rl_dtype c_dtype, int64_t c_count)
-```
-"""
-function fp8rl_gemm_fp8(context, a, w, c, c_dtype, c_count)
-    @ccall $(_symbol(:fp8rl_gemm_fp8))(context::Ptr{fp8rl_context}, a::Ptr{fp8rl_fp8_matrix}, w::Ptr{fp8rl_fp8_matrix}, c::Ptr{Cvoid}, c_dtype::fp8rl_dtype, c_count::Int64)::fp8rl_status
-end
-
-"""
-    fp8rl_gemm_bf16(context, a, a_count, w, w_count, m, n, k, c, c_dtype, c_count)
-
-```c
-fp8rl_status fp8rl_gemm_bf16(fp8rl_context* context, const uint16_t* a, int64_t a_count, const uint16_t* w, int64_t w_count, int64_t m, int64_t n, int64_t k, void* c, fp8rl_dtype c_dtype, int64_t c_count)
-```
-"""
-function fp8rl_gemm_bf16(context, a, a_count, w, w_count, m, n, k, c, c_dtype, c_count)
-    @ccall $(_symbol(:fp8rl_gemm_bf16))(context::Ptr{fp8rl_context}, a::Ptr{UInt16}, a_count::Int64, w::Ptr{UInt16}, w_count::Int64, m::Int64, n::Int64, k::Int64, c::Ptr{Cvoid}, c_dtype::fp8rl_dtype, c_count::Int64)::fp8rl_status
-end
-
-"""
     fp8rl_model_config_init(config)
 
 ```c
@@ -664,6 +583,17 @@ fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, int64_t* o
 """
 function fp8rl_policy_parameter_count(policy, out_count)
     @ccall $(_symbol(:fp8rl_policy_parameter_count))(policy::Ptr{fp8rl_policy}, out_count::Ptr{Int64})::fp8rl_status
+end
+
+"""
+    fp8rl_memory_report_init(report)
+
+```c
+fp8rl_status fp8rl_memory_report_init(fp8rl_memory_report* report)
+```
+"""
+function fp8rl_memory_report_init(report)
+    @ccall $(_symbol(:fp8rl_memory_report_init))(report::Ptr{fp8rl_memory_report})::fp8rl_status
 end
 
 """
@@ -854,14 +784,25 @@ function fp8rl_importance_options_init(options)
 end
 
 """
-    fp8rl_mismatch_metrics_compute(logp_train, logp_gen, offsets, num_sequences, options, out_metrics)
+    fp8rl_mismatch_metrics_init(metrics)
 
 ```c
-fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, const float* logp_gen, const int64_t* offsets, int64_t num_sequences, const fp8rl_importance_options* options, fp8rl_mismatch_metrics* out_metrics)
+fp8rl_status fp8rl_mismatch_metrics_init(fp8rl_mismatch_metrics* metrics)
 ```
 """
-function fp8rl_mismatch_metrics_compute(logp_train, logp_gen, offsets, num_sequences, options, out_metrics)
-    @ccall $(_symbol(:fp8rl_mismatch_metrics_compute))(logp_train::Ptr{Cfloat}, logp_gen::Ptr{Cfloat}, offsets::Ptr{Int64}, num_sequences::Int64, options::Ptr{fp8rl_importance_options}, out_metrics::Ptr{fp8rl_mismatch_metrics})::fp8rl_status
+function fp8rl_mismatch_metrics_init(metrics)
+    @ccall $(_symbol(:fp8rl_mismatch_metrics_init))(metrics::Ptr{fp8rl_mismatch_metrics})::fp8rl_status
+end
+
+"""
+    fp8rl_mismatch_metrics_compute(logp_old, logp_gen, offsets, num_sequences, options, out_metrics)
+
+```c
+fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, const float* logp_gen, const int64_t* offsets, int64_t num_sequences, const fp8rl_importance_options* options, fp8rl_mismatch_metrics* out_metrics)
+```
+"""
+function fp8rl_mismatch_metrics_compute(logp_old, logp_gen, offsets, num_sequences, options, out_metrics)
+    @ccall $(_symbol(:fp8rl_mismatch_metrics_compute))(logp_old::Ptr{Cfloat}, logp_gen::Ptr{Cfloat}, offsets::Ptr{Int64}, num_sequences::Int64, options::Ptr{fp8rl_importance_options}, out_metrics::Ptr{fp8rl_mismatch_metrics})::fp8rl_status
 end
 
 """
@@ -917,6 +858,17 @@ fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch)
 """
 function fp8rl_train_batch_init(batch)
     @ccall $(_symbol(:fp8rl_train_batch_init))(batch::Ptr{fp8rl_train_batch})::fp8rl_status
+end
+
+"""
+    fp8rl_train_metrics_init(metrics)
+
+```c
+fp8rl_status fp8rl_train_metrics_init(fp8rl_train_metrics* metrics)
+```
+"""
+function fp8rl_train_metrics_init(metrics)
+    @ccall $(_symbol(:fp8rl_train_metrics_init))(metrics::Ptr{fp8rl_train_metrics})::fp8rl_status
 end
 
 """
@@ -1005,6 +957,83 @@ fp8rl_status fp8rl_rollout_seconds(const fp8rl_rollout* rollout, double* out_sec
 """
 function fp8rl_rollout_seconds(rollout, out_seconds)
     @ccall $(_symbol(:fp8rl_rollout_seconds))(rollout::Ptr{fp8rl_rollout}, out_seconds::Ptr{Cdouble})::fp8rl_status
+end
+
+"""
+    fp8rl_convert(src, src_dtype, dst, dst_dtype, count, saturate)
+
+```c
+fp8rl_status fp8rl_convert(const void* src, fp8rl_dtype src_dtype, void* dst, fp8rl_dtype dst_dtype, size_t count, int32_t saturate)
+```
+"""
+function fp8rl_convert(src, src_dtype, dst, dst_dtype, count, saturate)
+    @ccall $(_symbol(:fp8rl_convert))(src::Ptr{Cvoid}, src_dtype::fp8rl_dtype, dst::Ptr{Cvoid}, dst_dtype::fp8rl_dtype, count::Csize_t, saturate::Int32)::fp8rl_status
+end
+
+"""
+    fp8rl_quantize_options_init(options)
+
+```c
+fp8rl_status fp8rl_quantize_options_init(fp8rl_quantize_options* options)
+```
+"""
+function fp8rl_quantize_options_init(options)
+    @ccall $(_symbol(:fp8rl_quantize_options_init))(options::Ptr{fp8rl_quantize_options})::fp8rl_status
+end
+
+"""
+    fp8rl_quantized_sizes(options, rows, cols, out_code_count, out_scale_count)
+
+```c
+fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* options, int64_t rows, int64_t cols, int64_t* out_code_count, int64_t* out_scale_count)
+```
+"""
+function fp8rl_quantized_sizes(options, rows, cols, out_code_count, out_scale_count)
+    @ccall $(_symbol(:fp8rl_quantized_sizes))(options::Ptr{fp8rl_quantize_options}, rows::Int64, cols::Int64, out_code_count::Ptr{Int64}, out_scale_count::Ptr{Int64})::fp8rl_status
+end
+
+"""
+    fp8rl_quantize(context, options, input, input_dtype, rows, cols, codes, code_count, scales, scale_count)
+
+```c
+fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options, const void* input, fp8rl_dtype input_dtype, int64_t rows, int64_t cols, uint8_t* codes, int64_t code_count, float* scales, int64_t scale_count)
+```
+"""
+function fp8rl_quantize(context, options, input, input_dtype, rows, cols, codes, code_count, scales, scale_count)
+    @ccall $(_symbol(:fp8rl_quantize))(context::Ptr{fp8rl_context}, options::Ptr{fp8rl_quantize_options}, input::Ptr{Cvoid}, input_dtype::fp8rl_dtype, rows::Int64, cols::Int64, codes::Ptr{UInt8}, code_count::Int64, scales::Ptr{Cfloat}, scale_count::Int64)::fp8rl_status
+end
+
+"""
+    fp8rl_dequantize(context, options, codes, code_count, scales, scale_count, rows, cols, output, output_count)
+
+```c
+fp8rl_status fp8rl_dequantize(fp8rl_context* context, const fp8rl_quantize_options* options, const uint8_t* codes, int64_t code_count, const float* scales, int64_t scale_count, int64_t rows, int64_t cols, float* output, int64_t output_count)
+```
+"""
+function fp8rl_dequantize(context, options, codes, code_count, scales, scale_count, rows, cols, output, output_count)
+    @ccall $(_symbol(:fp8rl_dequantize))(context::Ptr{fp8rl_context}, options::Ptr{fp8rl_quantize_options}, codes::Ptr{UInt8}, code_count::Int64, scales::Ptr{Cfloat}, scale_count::Int64, rows::Int64, cols::Int64, output::Ptr{Cfloat}, output_count::Int64)::fp8rl_status
+end
+
+"""
+    fp8rl_gemm_fp8(context, a, w, c, c_dtype, c_count)
+
+```c
+fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_matrix* a, const fp8rl_fp8_matrix* w, void* c, fp8rl_dtype c_dtype, int64_t c_count)
+```
+"""
+function fp8rl_gemm_fp8(context, a, w, c, c_dtype, c_count)
+    @ccall $(_symbol(:fp8rl_gemm_fp8))(context::Ptr{fp8rl_context}, a::Ptr{fp8rl_fp8_matrix}, w::Ptr{fp8rl_fp8_matrix}, c::Ptr{Cvoid}, c_dtype::fp8rl_dtype, c_count::Int64)::fp8rl_status
+end
+
+"""
+    fp8rl_gemm_bf16(context, a, a_count, w, w_count, m, n, k, c, c_dtype, c_count)
+
+```c
+fp8rl_status fp8rl_gemm_bf16(fp8rl_context* context, const uint16_t* a, int64_t a_count, const uint16_t* w, int64_t w_count, int64_t m, int64_t n, int64_t k, void* c, fp8rl_dtype c_dtype, int64_t c_count)
+```
+"""
+function fp8rl_gemm_bf16(context, a, a_count, w, w_count, m, n, k, c, c_dtype, c_count)
+    @ccall $(_symbol(:fp8rl_gemm_bf16))(context::Ptr{fp8rl_context}, a::Ptr{UInt16}, a_count::Int64, w::Ptr{UInt16}, w_count::Int64, m::Int64, n::Int64, k::Int64, c::Ptr{Cvoid}, c_dtype::fp8rl_dtype, c_count::Int64)::fp8rl_status
 end
 
 end # module LibFP8RL

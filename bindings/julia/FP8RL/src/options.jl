@@ -13,19 +13,19 @@ _init_function(::Type{L.fp8rl_sampling_options}) = L.fp8rl_sampling_options_init
 _init_function(::Type{L.fp8rl_importance_options}) = L.fp8rl_importance_options_init
 _init_function(::Type{L.fp8rl_trainer_options}) = L.fp8rl_trainer_options_init
 _init_function(::Type{L.fp8rl_train_batch}) = L.fp8rl_train_batch_init
+# structs the library fills: their _init sets struct_size and zeroes the rest
+_init_function(::Type{L.fp8rl_memory_report}) = L.fp8rl_memory_report_init
+_init_function(::Type{L.fp8rl_mismatch_metrics}) = L.fp8rl_mismatch_metrics_init
+_init_function(::Type{L.fp8rl_train_metrics}) = L.fp8rl_train_metrics_init
 
 # The library's defaults for the C struct T, struct_size included: every raw
-# struct the binding passes starts from here (fields are only ever appended,
-# so a struct filled otherwise could miss one).
+# struct the binding passes, options and outputs alike, starts from here
+# (fields are only ever appended, so a struct filled otherwise could miss one).
 function _c_defaults(::Type{T}) where {T}
     ref = Ref{T}()
     check(_init_function(T)(ref))
     return ref[]
 end
-
-# An output struct without an _init function: zeros, and struct_size as the header asks.
-_c_output(::Type{T}) where {T} =
-    T(ntuple(i -> i == 1 ? UInt32(sizeof(T)) : zero(fieldtype(T, i)), fieldcount(T))...)
 
 # An output struct as a NamedTuple of its fields (struct_size left out).
 function _fields(raw::T) where {T}
@@ -96,6 +96,8 @@ function _from_c(::Type{T}, raw; overrides...) where {T<:_Options}
                 _from_c(getfield(enums, name), value)
             elseif fieldtype(T, name) === Bool
                 value != 0
+            elseif fieldtype(T, name) <: _Options  # an options struct the C struct embeds
+                _from_c(fieldtype(T, name), value)
             else
                 value
             end
@@ -104,7 +106,9 @@ function _from_c(::Type{T}, raw; overrides...) where {T<:_Options}
     return T(values...)
 end
 
-# `raw` with the fields of `x` written into it (those in `skip` excepted).
+# `raw` with the fields of `x` written into it (those in `skip` excepted). An
+# options field goes into the C struct `raw` embeds there, which keeps its
+# own struct_size.
 function _to_c_fields(x::T, raw; skip = ()) where {T<:_Options}
     enums = _enums(T)
     fields = Pair{Symbol,Any}[]
@@ -113,6 +117,8 @@ function _to_c_fields(x::T, raw; skip = ()) where {T<:_Options}
         value = getfield(x, name)
         if haskey(enums, name)
             value = _c(getfield(enums, name), value, "$(nameof(T)): $name")
+        elseif value isa _Options
+            value = _to_c_fields(value, getfield(raw, _c_name(T, name)))
         end
         push!(fields, _c_name(T, name) => value)
     end

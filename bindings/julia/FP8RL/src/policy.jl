@@ -157,7 +157,7 @@ and `gradients`, `optimizer_state`, `backward_weights`, which are 0 for a
 policy (see `memory(::Trainer)`).
 """
 function memory(policy::Policy)
-    report = Ref(_c_output(L.fp8rl_memory_report))
+    report = Ref(_c_defaults(L.fp8rl_memory_report))
     check(L.fp8rl_policy_memory(policy, report))
     return _fields(report[])
 end

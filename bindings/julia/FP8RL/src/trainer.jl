@@ -104,8 +104,8 @@ function train_iteration!(trainer::Trainer, rollout::Rollout; rewards = nothing,
                           logp_ref = nothing, logp_old = nothing)
     inputs = _TrainInputs(_sequences(rollout), rewards, advantages, _flat(rollout).logprobs, logp_ref, logp_old,
                           rollout.generation_seconds)
-    steps = [_c_output(L.fp8rl_train_metrics) for _ in 1:trainer.config.minibatches]
-    total = Ref(_c_output(L.fp8rl_train_metrics))
+    steps = [_c_defaults(L.fp8rl_train_metrics) for _ in 1:trainer.config.minibatches]
+    total = Ref(_c_defaults(L.fp8rl_train_metrics))
     _with_batch(trainer, inputs) do batch
         check(L.fp8rl_trainer_iterate(trainer, batch, total, steps, length(steps)))
     end
@@ -128,7 +128,7 @@ struct _TrainInputs
 end
 
 function _train_step!(trainer::Trainer, inputs::_TrainInputs)
-    metrics = Ref(_c_output(L.fp8rl_train_metrics))
+    metrics = Ref(_c_defaults(L.fp8rl_train_metrics))
     _with_batch(batch -> check(L.fp8rl_trainer_step(trainer, batch, metrics)), trainer, inputs)
     return _train_metrics(metrics[])
 end
@@ -274,7 +274,7 @@ Bytes the trainer and its policy hold, by component (`fp8rl_trainer_memory`):
 moments) and `backward_weights` (the transposed copies the backward pass reads).
 """
 function memory(trainer::Trainer)
-    report = Ref(_c_output(L.fp8rl_memory_report))
+    report = Ref(_c_defaults(L.fp8rl_memory_report))
     check(L.fp8rl_trainer_memory(trainer, report))
     return _fields(report[])
 end

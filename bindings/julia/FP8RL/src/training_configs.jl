@@ -1,10 +1,38 @@
-# The option structs of trainers: the loss, the optimizer, and both with the
-# rest of `fp8rl_trainer_options`. Defaults come from fp8rl_trainer_options_init.
+# The option structs of trainers: the importance weights, the loss, the
+# optimizer, and all with the rest of `fp8rl_trainer_options`. Defaults come
+# from fp8rl_trainer_options_init and, for the structs it embeds, their own _init.
+
+"""
+    ImportanceOptions(; mode = :off, low = 0.0, high = 2.0)
+
+How importance weights w = exp(logp_old - logp_gen) are formed, by
+[`mismatch_metrics`](@ref) and by a trainer (`LossConfig.importance`)
+(`fp8rl_importance_options`; defaults from `fp8rl_importance_options_init`):
+`:off` (w = 1), `:plain`, `:truncated` (clamped to [low, high]),
+`:token_masked` (0 outside [low, high]) or `:sequence_masked` (a whole
+sequence gets 0 when the geometric mean of its weights is outside [low, high]).
+Off by default: generation and training share one engine, so in one recipe
+the log-probs agree bit for bit and every weight is 1, while any other mode
+makes a policy-gradient step need the generator's log-probs. Use `:truncated`
+(with `high = 2`) when the generator runs another recipe than the trainer.
+"""
+struct ImportanceOptions <: _Options
+    mode::Union{Symbol,Int32}
+    low::Float64
+    high::Float64
+end
+
+_enums(::Type{ImportanceOptions}) = (mode = _IMPORTANCE_MODE,)
+
+ImportanceOptions(; fields...) =
+    _with(_from_c(ImportanceOptions, _c_defaults(L.fp8rl_importance_options)); fields...)
+
+_to_c(options::ImportanceOptions) = _to_c_fields(options, _c_defaults(L.fp8rl_importance_options))
 
 """
     LossConfig(; kind = :clipped_policy_gradient, clip_low = 0.2, clip_high = 0.2,
-               importance_mode = :off, importance_low = 0.0, importance_high = 2.0,
-               kl_coefficient = 0.0, kl_estimator = :k3, aggregation = :token_mean,
+               importance = ImportanceOptions(), kl_coefficient = 0.0, kl_estimator = :k3,
+               aggregation = :token_mean,
                group_size = 1, baseline = :group_mean, normalize_by_std = false,
                sample_std = true, advantage_epsilon = 1e-6, temperature = 1.0)
 
@@ -12,9 +40,9 @@ The training loss (the loss fields of `fp8rl_trainer_options`).
 
 - `kind`: `:clipped_policy_gradient` (GRPO/PPO: -w min(r A, clip(r, 1 - clip_low,
   1 + clip_high) A) + w β KL) or `:cross_entropy` (SFT).
-- `importance_mode`: token-level correction w = exp(logp_old - logp_gen) against
-  the generator's log-probs: `:off`, `:plain`, `:truncated` (clamped to
-  [importance_low, importance_high]), `:token_masked` or `:sequence_masked`.
+- `importance`: token-level correction w = exp(logp_old - logp_gen) against
+  the generator's log-probs, an [`ImportanceOptions`](@ref) (or a NamedTuple of
+  its fields, e.g. `(mode = :truncated,)`); off by default.
 - `kl_coefficient` (β) with `kl_estimator` `:k1` or `:k3`: a KL penalty to
   reference log-probs (`logp_ref` of [`train_step!`](@ref)).
 - `aggregation`: `:token_mean` or `:sequence_mean`.
@@ -29,9 +57,7 @@ struct LossConfig <: _Options
     kind::Union{Symbol,Int32}
     clip_low::Float64
     clip_high::Float64
-    importance_mode::Union{Symbol,Int32}
-    importance_low::Float64
-    importance_high::Float64
+    importance::ImportanceOptions
     kl_coefficient::Float64
     kl_estimator::Union{Symbol,Int32}
     aggregation::Union{Symbol,Int32}
@@ -43,8 +69,8 @@ struct LossConfig <: _Options
     temperature::Float32
 end
 
-_enums(::Type{LossConfig}) = (kind = _LOSS_KIND, importance_mode = _IMPORTANCE_MODE, kl_estimator = _KL_ESTIMATOR,
-                              aggregation = _AGGREGATION, baseline = _BASELINE)
+_enums(::Type{LossConfig}) = (kind = _LOSS_KIND, kl_estimator = _KL_ESTIMATOR, aggregation = _AGGREGATION,
+                              baseline = _BASELINE)
 _c_names(::Type{LossConfig}) = (kind = :loss,)
 
 LossConfig(; fields...) = _with(_from_c(LossConfig, _c_defaults(L.fp8rl_trainer_options)); fields...)
@@ -102,18 +128,16 @@ end
 
 function TrainerConfig(; fields...)
     raw = _c_defaults(L.fp8rl_trainer_options)
-    calibration = CalibrationConfig(raw.calibration_percentile, raw.calibration_margin, raw.calibration_max_value)
-    defaults = TrainerConfig(_from_c(LossConfig, raw), _from_c(OptimizerConfig, raw), calibration,
-                             raw.micro_batch_tokens, raw.minibatches, raw.recalibrate_after_step != 0, raw.seed)
+    defaults = TrainerConfig(_from_c(LossConfig, raw), _from_c(OptimizerConfig, raw),
+                             _from_c(CalibrationConfig, raw.calibration), raw.micro_batch_tokens, raw.minibatches,
+                             raw.recalibrate_after_step != 0, raw.seed)
     return _with(defaults; fields...)
 end
 
 function _to_c(trainer::TrainerConfig)
     raw = _to_c_fields(trainer.loss, _c_defaults(L.fp8rl_trainer_options))
     raw = _to_c_fields(trainer.optimizer, raw)
-    return _with(raw; calibration_percentile = trainer.calibration.percentile,
-                 calibration_margin = trainer.calibration.margin,
-                 calibration_max_value = trainer.calibration.max_value,
+    return _with(raw; calibration = _to_c_fields(trainer.calibration, raw.calibration),
                  micro_batch_tokens = trainer.micro_batch_tokens, minibatches = trainer.minibatches,
                  recalibrate_after_step = trainer.recalibrate_after_step, seed = trainer.seed)
 end

@@ -111,7 +111,8 @@ end
     @test tiny_config(eos_token_ids = [2, 3]).eos_token_ids == [2, 3]
     defaults = TrainerConfig()
     @test defaults.loss.kind === :clipped_policy_gradient && defaults.loss.clip_low == 0.2
-    @test defaults.loss.importance_mode === :off && defaults.loss.kl_estimator === :k3 && defaults.loss.group_size == 1
+    @test defaults.loss.importance == ImportanceOptions() && defaults.loss.importance.mode === :off
+    @test defaults.loss.kl_estimator === :k3 && defaults.loss.group_size == 1
     @test defaults.loss.sample_std && !defaults.loss.normalize_by_std && defaults.loss.temperature == 1
     @test defaults.optimizer.learning_rate == 1e-6 && defaults.optimizer.schedule === :constant
     @test defaults.optimizer.weight_decay == 0.01 && defaults.optimizer.max_grad_norm == 1
@@ -119,7 +120,12 @@ end
     @test defaults.micro_batch_tokens == 2048 && defaults.recalibrate_after_step && defaults.seed == 0
     @test QuantizeOptions() ==
           QuantizeOptions(format = :e4m3, layout = :tile_1x128, scale_format = :fp32, saturate = true, allow_non_finite = false)
-    @test ImportanceOptions() == ImportanceOptions(mode = :truncated, low = 0, high = 2)
+    @test ImportanceOptions() == ImportanceOptions(mode = :off, low = 0, high = 2)
+    # the embedded C structs: one default each (their own _init), written back with their struct_size
+    raw = FP8RL._to_c(TrainerConfig(loss = (importance = (mode = :truncated, high = 3),)))
+    @test raw.importance.struct_size == sizeof(LibFP8RL.fp8rl_importance_options)
+    @test raw.importance == FP8RL._to_c(ImportanceOptions(mode = :truncated, high = 3))
+    @test raw.calibration == FP8RL._to_c(CalibrationConfig())
     # nested options from NamedTuples; C values, known ones as Symbols and unknown ones kept as Int32
     @test TrainerConfig(loss = (group_size = 4,)).loss.group_size == 4
     @test Recipe(linear = 1).linear === :fp8
@@ -454,7 +460,7 @@ end
     shifted = mismatch_metrics(logp, [x .- 0.1f0 for x in logp]; importance = ImportanceOptions(mode = :plain))
     @test shifted.token_mult_prob_error > 1 && shifted.is_weight_mean > 1 && shifted.gen_kl_error > 0
     @test mismatch_metrics(logp, [Float32[-0.5, NaN], Float32[-0.25]]).non_finite_tokens == 1
-    @test is_error(thrown(() -> mismatch_metrics(Float32[NaN], Float32[0], [0, 1])), NON_FINITE, "logp_train[1]")
+    @test is_error(thrown(() -> mismatch_metrics(Float32[NaN], Float32[0], [0, 1])), NON_FINITE, "logp_old[1]")
     @test is_error(thrown(() -> mismatch_metrics(Float32[0, 0], Float32[0, 0], [0, 3])), INVALID_ARGUMENT, "last offset")
     @test is_error(thrown(() -> mismatch_metrics(Float32[0, 0], Float32[0], [0, 2])), INVALID_ARGUMENT, "logp_gen 1")
 end
@@ -531,7 +537,7 @@ end
     produced = Vector{Vector{Int32}}()
     mean_rewards = Float64[]
     Policy(tiny_config(); seed = 1, recipe = Recipe(:fp8_full), backend = :cpu) do policy
-        loss = LossConfig(group_size = GROUP, importance_mode = :truncated)
+        loss = LossConfig(group_size = GROUP, importance = ImportanceOptions(mode = :truncated))
         Trainer(policy; loss = loss, optimizer = OptimizerConfig(learning_rate = 1e-2)) do trainer
             sampling = SamplingParams(max_new_tokens = NEW, stop_at_eos = false)
             for step in 0:STEPS - 1

@@ -31,6 +31,20 @@ pub const FP8RL_ERROR_CUDA: fp8rl_status = 9;
 pub const FP8RL_ERROR_INTERNAL: fp8rl_status = 10;
 pub const FP8RL_STATUS_FORCE_32BIT: fp8rl_status = 0x7fffffff;
 
+/// C `enum fp8rl_dtype`.
+pub type fp8rl_dtype = i32;
+pub const FP8RL_DTYPE_F32: fp8rl_dtype = 0;
+pub const FP8RL_DTYPE_BF16: fp8rl_dtype = 1;
+pub const FP8RL_DTYPE_E4M3: fp8rl_dtype = 2;
+pub const FP8RL_DTYPE_E5M2: fp8rl_dtype = 3;
+pub const FP8RL_DTYPE_FORCE_32BIT: fp8rl_dtype = 0x7fffffff;
+
+/// C `enum fp8rl_scale_format`.
+pub type fp8rl_scale_format = i32;
+pub const FP8RL_SCALE_FP32: fp8rl_scale_format = 0;
+pub const FP8RL_SCALE_POW2: fp8rl_scale_format = 1;
+pub const FP8RL_SCALE_FORCE_32BIT: fp8rl_scale_format = 0x7fffffff;
+
 /// C `enum fp8rl_backend`.
 pub type fp8rl_backend = i32;
 pub const FP8RL_BACKEND_AUTO: fp8rl_backend = 0;
@@ -53,27 +67,6 @@ pub const FP8RL_FEATURE_CUDA: fp8rl_feature = 1;
 pub const FP8RL_FEATURE_AVX2: fp8rl_feature = 2;
 pub const FP8RL_FEATURE_AVX512: fp8rl_feature = 4;
 pub const FP8RL_FEATURE_FORCE_32BIT: fp8rl_feature = 0x7fffffff;
-
-/// C `enum fp8rl_dtype`.
-pub type fp8rl_dtype = i32;
-pub const FP8RL_DTYPE_F32: fp8rl_dtype = 0;
-pub const FP8RL_DTYPE_BF16: fp8rl_dtype = 1;
-pub const FP8RL_DTYPE_E4M3: fp8rl_dtype = 2;
-pub const FP8RL_DTYPE_E5M2: fp8rl_dtype = 3;
-pub const FP8RL_DTYPE_FORCE_32BIT: fp8rl_dtype = 0x7fffffff;
-
-/// C `enum fp8rl_block_layout`.
-pub type fp8rl_block_layout = i32;
-pub const FP8RL_LAYOUT_TILE_1X128: fp8rl_block_layout = 0;
-pub const FP8RL_LAYOUT_TILE_1X128_TRANSPOSED: fp8rl_block_layout = 1;
-pub const FP8RL_LAYOUT_BLOCK_128X128: fp8rl_block_layout = 2;
-pub const FP8RL_LAYOUT_FORCE_32BIT: fp8rl_block_layout = 0x7fffffff;
-
-/// C `enum fp8rl_scale_format`.
-pub type fp8rl_scale_format = i32;
-pub const FP8RL_SCALE_FP32: fp8rl_scale_format = 0;
-pub const FP8RL_SCALE_POW2: fp8rl_scale_format = 1;
-pub const FP8RL_SCALE_FORCE_32BIT: fp8rl_scale_format = 0x7fffffff;
 
 /// C `enum fp8rl_model_family`.
 pub type fp8rl_model_family = i32;
@@ -141,6 +134,13 @@ pub const FP8RL_LR_WARMUP_CONSTANT: fp8rl_lr_schedule = 1;
 pub const FP8RL_LR_WARMUP_COSINE: fp8rl_lr_schedule = 2;
 pub const FP8RL_LR_FORCE_32BIT: fp8rl_lr_schedule = 0x7fffffff;
 
+/// C `enum fp8rl_block_layout`.
+pub type fp8rl_block_layout = i32;
+pub const FP8RL_LAYOUT_TILE_1X128: fp8rl_block_layout = 0;
+pub const FP8RL_LAYOUT_TILE_1X128_TRANSPOSED: fp8rl_block_layout = 1;
+pub const FP8RL_LAYOUT_BLOCK_128X128: fp8rl_block_layout = 2;
+pub const FP8RL_LAYOUT_FORCE_32BIT: fp8rl_block_layout = 0x7fffffff;
+
 // ---- opaque handles: only ever behind pointers
 /// Opaque C handle `fp8rl_context`.
 #[repr(C)]
@@ -180,31 +180,6 @@ pub struct fp8rl_context_options {
     pub log_level: fp8rl_log_level,
     pub log_callback: fp8rl_log_callback,
     pub log_user_data: *mut c_void,
-}
-
-/// C `struct fp8rl_quantize_options`; fill with its init function where it has one.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct fp8rl_quantize_options {
-    pub struct_size: u32,
-    pub format: fp8rl_dtype,
-    pub layout: fp8rl_block_layout,
-    pub scale_format: fp8rl_scale_format,
-    pub saturate: i32,
-    pub allow_non_finite: i32,
-}
-
-/// C `struct fp8rl_fp8_matrix`; fill with its init function where it has one.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct fp8rl_fp8_matrix {
-    pub codes: *const u8,
-    pub code_count: i64,
-    pub scales: *const f32,
-    pub scale_count: i64,
-    pub rows: i64,
-    pub cols: i64,
-    pub layout: fp8rl_block_layout,
 }
 
 /// C `struct fp8rl_model_config`; fill with its init function where it has one.
@@ -322,9 +297,7 @@ pub struct fp8rl_trainer_options {
     pub loss: fp8rl_loss_kind,
     pub clip_low: f64,
     pub clip_high: f64,
-    pub importance_mode: fp8rl_importance_mode,
-    pub importance_low: f64,
-    pub importance_high: f64,
+    pub importance: fp8rl_importance_options,
     pub kl_coefficient: f64,
     pub kl_estimator: fp8rl_kl_estimator,
     pub aggregation: fp8rl_aggregation,
@@ -346,9 +319,7 @@ pub struct fp8rl_trainer_options {
     pub temperature: f32,
     pub micro_batch_tokens: i64,
     pub recalibrate_after_step: i32,
-    pub calibration_percentile: f64,
-    pub calibration_margin: f64,
-    pub calibration_max_value: f64,
+    pub calibration: fp8rl_calibration_options,
     pub seed: u64,
     pub minibatches: i64,
 }
@@ -409,6 +380,31 @@ pub struct fp8rl_train_metrics {
     pub minibatches: i64,
 }
 
+/// C `struct fp8rl_quantize_options`; fill with its init function where it has one.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct fp8rl_quantize_options {
+    pub struct_size: u32,
+    pub format: fp8rl_dtype,
+    pub layout: fp8rl_block_layout,
+    pub scale_format: fp8rl_scale_format,
+    pub saturate: i32,
+    pub allow_non_finite: i32,
+}
+
+/// C `struct fp8rl_fp8_matrix`; fill with its init function where it has one.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct fp8rl_fp8_matrix {
+    pub codes: *const u8,
+    pub code_count: i64,
+    pub scales: *const f32,
+    pub scale_count: i64,
+    pub rows: i64,
+    pub cols: i64,
+    pub layout: fp8rl_block_layout,
+}
+
 // ---- functions
 extern "C" {
     /// `uint32_t fp8rl_version(void)`
@@ -433,20 +429,6 @@ extern "C" {
     pub fn fp8rl_context_get_description(context: *const fp8rl_context, out_description: *mut *const c_char) -> fp8rl_status;
     /// `fp8rl_status fp8rl_build_features(uint32_t* out_features)`
     pub fn fp8rl_build_features(out_features: *mut u32) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_convert(const void* src, fp8rl_dtype src_dtype, void* dst, fp8rl_dtype dst_dtype, size_t count, int32_t saturate)`
-    pub fn fp8rl_convert(src: *const c_void, src_dtype: fp8rl_dtype, dst: *mut c_void, dst_dtype: fp8rl_dtype, count: usize, saturate: i32) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_quantize_options_init(fp8rl_quantize_options* options)`
-    pub fn fp8rl_quantize_options_init(options: *mut fp8rl_quantize_options) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* options, int64_t rows, int64_t cols, int64_t* out_code_count, int64_t* out_scale_count)`
-    pub fn fp8rl_quantized_sizes(options: *const fp8rl_quantize_options, rows: i64, cols: i64, out_code_count: *mut i64, out_scale_count: *mut i64) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options, const void* input, fp8rl_dtype input_dtype, int64_t rows, int64_t cols, uint8_t* codes, int64_t code_count, float* scales, int64_t scale_count)`
-    pub fn fp8rl_quantize(context: *mut fp8rl_context, options: *const fp8rl_quantize_options, input: *const c_void, input_dtype: fp8rl_dtype, rows: i64, cols: i64, codes: *mut u8, code_count: i64, scales: *mut f32, scale_count: i64) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_dequantize(fp8rl_context* context, const fp8rl_quantize_options* options, const uint8_t* codes, int64_t code_count, const float* scales, int64_t scale_count, int64_t rows, int64_t cols, float* output, int64_t output_count)`
-    pub fn fp8rl_dequantize(context: *mut fp8rl_context, options: *const fp8rl_quantize_options, codes: *const u8, code_count: i64, scales: *const f32, scale_count: i64, rows: i64, cols: i64, output: *mut f32, output_count: i64) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_matrix* a, const fp8rl_fp8_matrix* w, void* c, fp8rl_dtype c_dtype, int64_t c_count)`
-    pub fn fp8rl_gemm_fp8(context: *mut fp8rl_context, a: *const fp8rl_fp8_matrix, w: *const fp8rl_fp8_matrix, c: *mut c_void, c_dtype: fp8rl_dtype, c_count: i64) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_gemm_bf16(fp8rl_context* context, const uint16_t* a, int64_t a_count, const uint16_t* w, int64_t w_count, int64_t m, int64_t n, int64_t k, void* c, fp8rl_dtype c_dtype, int64_t c_count)`
-    pub fn fp8rl_gemm_bf16(context: *mut fp8rl_context, a: *const u16, a_count: i64, w: *const u16, w_count: i64, m: i64, n: i64, k: i64, c: *mut c_void, c_dtype: fp8rl_dtype, c_count: i64) -> fp8rl_status;
     /// `fp8rl_status fp8rl_model_config_init(fp8rl_model_config* config)`
     pub fn fp8rl_model_config_init(config: *mut fp8rl_model_config) -> fp8rl_status;
     /// `fp8rl_status fp8rl_model_config_parameter_count(const fp8rl_model_config* config, int64_t* out_count)`
@@ -467,6 +449,8 @@ extern "C" {
     pub fn fp8rl_policy_get_config(policy: *const fp8rl_policy, out_config: *mut fp8rl_model_config) -> fp8rl_status;
     /// `fp8rl_status fp8rl_policy_parameter_count(const fp8rl_policy* policy, int64_t* out_count)`
     pub fn fp8rl_policy_parameter_count(policy: *const fp8rl_policy, out_count: *mut i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_memory_report_init(fp8rl_memory_report* report)`
+    pub fn fp8rl_memory_report_init(report: *mut fp8rl_memory_report) -> fp8rl_status;
     /// `fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_memory_report* out_report)`
     pub fn fp8rl_policy_memory(policy: *const fp8rl_policy, out_report: *mut fp8rl_memory_report) -> fp8rl_status;
     /// `fp8rl_status fp8rl_policy_copy_weights(fp8rl_policy* destination, const fp8rl_policy* source)`
@@ -501,8 +485,10 @@ extern "C" {
     pub fn fp8rl_rollout_destroy(rollout: *mut fp8rl_rollout) -> fp8rl_status;
     /// `fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* options)`
     pub fn fp8rl_importance_options_init(options: *mut fp8rl_importance_options) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_train, const float* logp_gen, const int64_t* offsets, int64_t num_sequences, const fp8rl_importance_options* options, fp8rl_mismatch_metrics* out_metrics)`
-    pub fn fp8rl_mismatch_metrics_compute(logp_train: *const f32, logp_gen: *const f32, offsets: *const i64, num_sequences: i64, options: *const fp8rl_importance_options, out_metrics: *mut fp8rl_mismatch_metrics) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_mismatch_metrics_init(fp8rl_mismatch_metrics* metrics)`
+    pub fn fp8rl_mismatch_metrics_init(metrics: *mut fp8rl_mismatch_metrics) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, const float* logp_gen, const int64_t* offsets, int64_t num_sequences, const fp8rl_importance_options* options, fp8rl_mismatch_metrics* out_metrics)`
+    pub fn fp8rl_mismatch_metrics_compute(logp_old: *const f32, logp_gen: *const f32, offsets: *const i64, num_sequences: i64, options: *const fp8rl_importance_options, out_metrics: *mut fp8rl_mismatch_metrics) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_options_init(fp8rl_trainer_options* options)`
     pub fn fp8rl_trainer_options_init(options: *mut fp8rl_trainer_options) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_create(fp8rl_policy* policy, const fp8rl_trainer_options* options, fp8rl_trainer** out_trainer)`
@@ -513,6 +499,8 @@ extern "C" {
     pub fn fp8rl_trainer_memory(trainer: *const fp8rl_trainer, out_report: *mut fp8rl_memory_report) -> fp8rl_status;
     /// `fp8rl_status fp8rl_train_batch_init(fp8rl_train_batch* batch)`
     pub fn fp8rl_train_batch_init(batch: *mut fp8rl_train_batch) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_train_metrics_init(fp8rl_train_metrics* metrics)`
+    pub fn fp8rl_train_metrics_init(metrics: *mut fp8rl_train_metrics) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_train_batch* batch, fp8rl_train_metrics* out_metrics)`
     pub fn fp8rl_trainer_step(trainer: *mut fp8rl_trainer, batch: *const fp8rl_train_batch, out_metrics: *mut fp8rl_train_metrics) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_iterate(fp8rl_trainer* trainer, const fp8rl_train_batch* batch, fp8rl_train_metrics* out_iteration, fp8rl_train_metrics* out_minibatches, int64_t capacity)`
@@ -529,18 +517,31 @@ extern "C" {
     pub fn fp8rl_trainer_load_state(trainer: *mut fp8rl_trainer, path: *const c_char) -> fp8rl_status;
     /// `fp8rl_status fp8rl_rollout_seconds(const fp8rl_rollout* rollout, double* out_seconds)`
     pub fn fp8rl_rollout_seconds(rollout: *const fp8rl_rollout, out_seconds: *mut f64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_convert(const void* src, fp8rl_dtype src_dtype, void* dst, fp8rl_dtype dst_dtype, size_t count, int32_t saturate)`
+    pub fn fp8rl_convert(src: *const c_void, src_dtype: fp8rl_dtype, dst: *mut c_void, dst_dtype: fp8rl_dtype, count: usize, saturate: i32) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_quantize_options_init(fp8rl_quantize_options* options)`
+    pub fn fp8rl_quantize_options_init(options: *mut fp8rl_quantize_options) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_quantized_sizes(const fp8rl_quantize_options* options, int64_t rows, int64_t cols, int64_t* out_code_count, int64_t* out_scale_count)`
+    pub fn fp8rl_quantized_sizes(options: *const fp8rl_quantize_options, rows: i64, cols: i64, out_code_count: *mut i64, out_scale_count: *mut i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quantize_options* options, const void* input, fp8rl_dtype input_dtype, int64_t rows, int64_t cols, uint8_t* codes, int64_t code_count, float* scales, int64_t scale_count)`
+    pub fn fp8rl_quantize(context: *mut fp8rl_context, options: *const fp8rl_quantize_options, input: *const c_void, input_dtype: fp8rl_dtype, rows: i64, cols: i64, codes: *mut u8, code_count: i64, scales: *mut f32, scale_count: i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_dequantize(fp8rl_context* context, const fp8rl_quantize_options* options, const uint8_t* codes, int64_t code_count, const float* scales, int64_t scale_count, int64_t rows, int64_t cols, float* output, int64_t output_count)`
+    pub fn fp8rl_dequantize(context: *mut fp8rl_context, options: *const fp8rl_quantize_options, codes: *const u8, code_count: i64, scales: *const f32, scale_count: i64, rows: i64, cols: i64, output: *mut f32, output_count: i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_gemm_fp8(fp8rl_context* context, const fp8rl_fp8_matrix* a, const fp8rl_fp8_matrix* w, void* c, fp8rl_dtype c_dtype, int64_t c_count)`
+    pub fn fp8rl_gemm_fp8(context: *mut fp8rl_context, a: *const fp8rl_fp8_matrix, w: *const fp8rl_fp8_matrix, c: *mut c_void, c_dtype: fp8rl_dtype, c_count: i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_gemm_bf16(fp8rl_context* context, const uint16_t* a, int64_t a_count, const uint16_t* w, int64_t w_count, int64_t m, int64_t n, int64_t k, void* c, fp8rl_dtype c_dtype, int64_t c_count)`
+    pub fn fp8rl_gemm_bf16(context: *mut fp8rl_context, a: *const u16, a_count: i64, w: *const u16, w_count: i64, m: i64, n: i64, k: i64, c: *mut c_void, c_dtype: fp8rl_dtype, c_count: i64) -> fp8rl_status;
 }
 
 /// Every enum and struct size, and every field offset and size: (name, offset, size);
 /// sizes have offset 0. The layout test compares them with the C compiler's.
 pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_status", 0, core::mem::size_of::<fp8rl_status>()),
+    ("fp8rl_dtype", 0, core::mem::size_of::<fp8rl_dtype>()),
+    ("fp8rl_scale_format", 0, core::mem::size_of::<fp8rl_scale_format>()),
     ("fp8rl_backend", 0, core::mem::size_of::<fp8rl_backend>()),
     ("fp8rl_log_level", 0, core::mem::size_of::<fp8rl_log_level>()),
     ("fp8rl_feature", 0, core::mem::size_of::<fp8rl_feature>()),
-    ("fp8rl_dtype", 0, core::mem::size_of::<fp8rl_dtype>()),
-    ("fp8rl_block_layout", 0, core::mem::size_of::<fp8rl_block_layout>()),
-    ("fp8rl_scale_format", 0, core::mem::size_of::<fp8rl_scale_format>()),
     ("fp8rl_model_family", 0, core::mem::size_of::<fp8rl_model_family>()),
     ("fp8rl_rope_scaling", 0, core::mem::size_of::<fp8rl_rope_scaling>()),
     ("fp8rl_precision", 0, core::mem::size_of::<fp8rl_precision>()),
@@ -551,6 +552,7 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_aggregation", 0, core::mem::size_of::<fp8rl_aggregation>()),
     ("fp8rl_advantage_baseline", 0, core::mem::size_of::<fp8rl_advantage_baseline>()),
     ("fp8rl_lr_schedule", 0, core::mem::size_of::<fp8rl_lr_schedule>()),
+    ("fp8rl_block_layout", 0, core::mem::size_of::<fp8rl_block_layout>()),
     ("fp8rl_context_options", 0, core::mem::size_of::<fp8rl_context_options>()),
     ("fp8rl_context_options.struct_size", core::mem::offset_of!(fp8rl_context_options, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_context_options.backend", core::mem::offset_of!(fp8rl_context_options, backend), core::mem::size_of::<fp8rl_backend>()),
@@ -559,21 +561,6 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_context_options.log_level", core::mem::offset_of!(fp8rl_context_options, log_level), core::mem::size_of::<fp8rl_log_level>()),
     ("fp8rl_context_options.log_callback", core::mem::offset_of!(fp8rl_context_options, log_callback), core::mem::size_of::<fp8rl_log_callback>()),
     ("fp8rl_context_options.log_user_data", core::mem::offset_of!(fp8rl_context_options, log_user_data), core::mem::size_of::<*mut c_void>()),
-    ("fp8rl_quantize_options", 0, core::mem::size_of::<fp8rl_quantize_options>()),
-    ("fp8rl_quantize_options.struct_size", core::mem::offset_of!(fp8rl_quantize_options, struct_size), core::mem::size_of::<u32>()),
-    ("fp8rl_quantize_options.format", core::mem::offset_of!(fp8rl_quantize_options, format), core::mem::size_of::<fp8rl_dtype>()),
-    ("fp8rl_quantize_options.layout", core::mem::offset_of!(fp8rl_quantize_options, layout), core::mem::size_of::<fp8rl_block_layout>()),
-    ("fp8rl_quantize_options.scale_format", core::mem::offset_of!(fp8rl_quantize_options, scale_format), core::mem::size_of::<fp8rl_scale_format>()),
-    ("fp8rl_quantize_options.saturate", core::mem::offset_of!(fp8rl_quantize_options, saturate), core::mem::size_of::<i32>()),
-    ("fp8rl_quantize_options.allow_non_finite", core::mem::offset_of!(fp8rl_quantize_options, allow_non_finite), core::mem::size_of::<i32>()),
-    ("fp8rl_fp8_matrix", 0, core::mem::size_of::<fp8rl_fp8_matrix>()),
-    ("fp8rl_fp8_matrix.codes", core::mem::offset_of!(fp8rl_fp8_matrix, codes), core::mem::size_of::<*const u8>()),
-    ("fp8rl_fp8_matrix.code_count", core::mem::offset_of!(fp8rl_fp8_matrix, code_count), core::mem::size_of::<i64>()),
-    ("fp8rl_fp8_matrix.scales", core::mem::offset_of!(fp8rl_fp8_matrix, scales), core::mem::size_of::<*const f32>()),
-    ("fp8rl_fp8_matrix.scale_count", core::mem::offset_of!(fp8rl_fp8_matrix, scale_count), core::mem::size_of::<i64>()),
-    ("fp8rl_fp8_matrix.rows", core::mem::offset_of!(fp8rl_fp8_matrix, rows), core::mem::size_of::<i64>()),
-    ("fp8rl_fp8_matrix.cols", core::mem::offset_of!(fp8rl_fp8_matrix, cols), core::mem::size_of::<i64>()),
-    ("fp8rl_fp8_matrix.layout", core::mem::offset_of!(fp8rl_fp8_matrix, layout), core::mem::size_of::<fp8rl_block_layout>()),
     ("fp8rl_model_config", 0, core::mem::size_of::<fp8rl_model_config>()),
     ("fp8rl_model_config.struct_size", core::mem::offset_of!(fp8rl_model_config, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_model_config.family", core::mem::offset_of!(fp8rl_model_config, family), core::mem::size_of::<fp8rl_model_family>()),
@@ -651,9 +638,7 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_trainer_options.loss", core::mem::offset_of!(fp8rl_trainer_options, loss), core::mem::size_of::<fp8rl_loss_kind>()),
     ("fp8rl_trainer_options.clip_low", core::mem::offset_of!(fp8rl_trainer_options, clip_low), core::mem::size_of::<f64>()),
     ("fp8rl_trainer_options.clip_high", core::mem::offset_of!(fp8rl_trainer_options, clip_high), core::mem::size_of::<f64>()),
-    ("fp8rl_trainer_options.importance_mode", core::mem::offset_of!(fp8rl_trainer_options, importance_mode), core::mem::size_of::<fp8rl_importance_mode>()),
-    ("fp8rl_trainer_options.importance_low", core::mem::offset_of!(fp8rl_trainer_options, importance_low), core::mem::size_of::<f64>()),
-    ("fp8rl_trainer_options.importance_high", core::mem::offset_of!(fp8rl_trainer_options, importance_high), core::mem::size_of::<f64>()),
+    ("fp8rl_trainer_options.importance", core::mem::offset_of!(fp8rl_trainer_options, importance), core::mem::size_of::<fp8rl_importance_options>()),
     ("fp8rl_trainer_options.kl_coefficient", core::mem::offset_of!(fp8rl_trainer_options, kl_coefficient), core::mem::size_of::<f64>()),
     ("fp8rl_trainer_options.kl_estimator", core::mem::offset_of!(fp8rl_trainer_options, kl_estimator), core::mem::size_of::<fp8rl_kl_estimator>()),
     ("fp8rl_trainer_options.aggregation", core::mem::offset_of!(fp8rl_trainer_options, aggregation), core::mem::size_of::<fp8rl_aggregation>()),
@@ -675,9 +660,7 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_trainer_options.temperature", core::mem::offset_of!(fp8rl_trainer_options, temperature), core::mem::size_of::<f32>()),
     ("fp8rl_trainer_options.micro_batch_tokens", core::mem::offset_of!(fp8rl_trainer_options, micro_batch_tokens), core::mem::size_of::<i64>()),
     ("fp8rl_trainer_options.recalibrate_after_step", core::mem::offset_of!(fp8rl_trainer_options, recalibrate_after_step), core::mem::size_of::<i32>()),
-    ("fp8rl_trainer_options.calibration_percentile", core::mem::offset_of!(fp8rl_trainer_options, calibration_percentile), core::mem::size_of::<f64>()),
-    ("fp8rl_trainer_options.calibration_margin", core::mem::offset_of!(fp8rl_trainer_options, calibration_margin), core::mem::size_of::<f64>()),
-    ("fp8rl_trainer_options.calibration_max_value", core::mem::offset_of!(fp8rl_trainer_options, calibration_max_value), core::mem::size_of::<f64>()),
+    ("fp8rl_trainer_options.calibration", core::mem::offset_of!(fp8rl_trainer_options, calibration), core::mem::size_of::<fp8rl_calibration_options>()),
     ("fp8rl_trainer_options.seed", core::mem::offset_of!(fp8rl_trainer_options, seed), core::mem::size_of::<u64>()),
     ("fp8rl_trainer_options.minibatches", core::mem::offset_of!(fp8rl_trainer_options, minibatches), core::mem::size_of::<i64>()),
     ("fp8rl_train_batch", 0, core::mem::size_of::<fp8rl_train_batch>()),
@@ -726,6 +709,21 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_train_metrics.ratio_max", core::mem::offset_of!(fp8rl_train_metrics, ratio_max), core::mem::size_of::<f64>()),
     ("fp8rl_train_metrics.old_policy_kl", core::mem::offset_of!(fp8rl_train_metrics, old_policy_kl), core::mem::size_of::<f64>()),
     ("fp8rl_train_metrics.minibatches", core::mem::offset_of!(fp8rl_train_metrics, minibatches), core::mem::size_of::<i64>()),
+    ("fp8rl_quantize_options", 0, core::mem::size_of::<fp8rl_quantize_options>()),
+    ("fp8rl_quantize_options.struct_size", core::mem::offset_of!(fp8rl_quantize_options, struct_size), core::mem::size_of::<u32>()),
+    ("fp8rl_quantize_options.format", core::mem::offset_of!(fp8rl_quantize_options, format), core::mem::size_of::<fp8rl_dtype>()),
+    ("fp8rl_quantize_options.layout", core::mem::offset_of!(fp8rl_quantize_options, layout), core::mem::size_of::<fp8rl_block_layout>()),
+    ("fp8rl_quantize_options.scale_format", core::mem::offset_of!(fp8rl_quantize_options, scale_format), core::mem::size_of::<fp8rl_scale_format>()),
+    ("fp8rl_quantize_options.saturate", core::mem::offset_of!(fp8rl_quantize_options, saturate), core::mem::size_of::<i32>()),
+    ("fp8rl_quantize_options.allow_non_finite", core::mem::offset_of!(fp8rl_quantize_options, allow_non_finite), core::mem::size_of::<i32>()),
+    ("fp8rl_fp8_matrix", 0, core::mem::size_of::<fp8rl_fp8_matrix>()),
+    ("fp8rl_fp8_matrix.codes", core::mem::offset_of!(fp8rl_fp8_matrix, codes), core::mem::size_of::<*const u8>()),
+    ("fp8rl_fp8_matrix.code_count", core::mem::offset_of!(fp8rl_fp8_matrix, code_count), core::mem::size_of::<i64>()),
+    ("fp8rl_fp8_matrix.scales", core::mem::offset_of!(fp8rl_fp8_matrix, scales), core::mem::size_of::<*const f32>()),
+    ("fp8rl_fp8_matrix.scale_count", core::mem::offset_of!(fp8rl_fp8_matrix, scale_count), core::mem::size_of::<i64>()),
+    ("fp8rl_fp8_matrix.rows", core::mem::offset_of!(fp8rl_fp8_matrix, rows), core::mem::size_of::<i64>()),
+    ("fp8rl_fp8_matrix.cols", core::mem::offset_of!(fp8rl_fp8_matrix, cols), core::mem::size_of::<i64>()),
+    ("fp8rl_fp8_matrix.layout", core::mem::offset_of!(fp8rl_fp8_matrix, layout), core::mem::size_of::<fp8rl_block_layout>()),
 ];
 
 /// Every constant and enum value: (name, value).
@@ -747,6 +745,14 @@ pub const VALUES: &[(&str, i64)] = &[
     ("FP8RL_ERROR_CUDA", FP8RL_ERROR_CUDA as i64),
     ("FP8RL_ERROR_INTERNAL", FP8RL_ERROR_INTERNAL as i64),
     ("FP8RL_STATUS_FORCE_32BIT", FP8RL_STATUS_FORCE_32BIT as i64),
+    ("FP8RL_DTYPE_F32", FP8RL_DTYPE_F32 as i64),
+    ("FP8RL_DTYPE_BF16", FP8RL_DTYPE_BF16 as i64),
+    ("FP8RL_DTYPE_E4M3", FP8RL_DTYPE_E4M3 as i64),
+    ("FP8RL_DTYPE_E5M2", FP8RL_DTYPE_E5M2 as i64),
+    ("FP8RL_DTYPE_FORCE_32BIT", FP8RL_DTYPE_FORCE_32BIT as i64),
+    ("FP8RL_SCALE_FP32", FP8RL_SCALE_FP32 as i64),
+    ("FP8RL_SCALE_POW2", FP8RL_SCALE_POW2 as i64),
+    ("FP8RL_SCALE_FORCE_32BIT", FP8RL_SCALE_FORCE_32BIT as i64),
     ("FP8RL_BACKEND_AUTO", FP8RL_BACKEND_AUTO as i64),
     ("FP8RL_BACKEND_CPU", FP8RL_BACKEND_CPU as i64),
     ("FP8RL_BACKEND_CUDA", FP8RL_BACKEND_CUDA as i64),
@@ -761,18 +767,6 @@ pub const VALUES: &[(&str, i64)] = &[
     ("FP8RL_FEATURE_AVX2", FP8RL_FEATURE_AVX2 as i64),
     ("FP8RL_FEATURE_AVX512", FP8RL_FEATURE_AVX512 as i64),
     ("FP8RL_FEATURE_FORCE_32BIT", FP8RL_FEATURE_FORCE_32BIT as i64),
-    ("FP8RL_DTYPE_F32", FP8RL_DTYPE_F32 as i64),
-    ("FP8RL_DTYPE_BF16", FP8RL_DTYPE_BF16 as i64),
-    ("FP8RL_DTYPE_E4M3", FP8RL_DTYPE_E4M3 as i64),
-    ("FP8RL_DTYPE_E5M2", FP8RL_DTYPE_E5M2 as i64),
-    ("FP8RL_DTYPE_FORCE_32BIT", FP8RL_DTYPE_FORCE_32BIT as i64),
-    ("FP8RL_LAYOUT_TILE_1X128", FP8RL_LAYOUT_TILE_1X128 as i64),
-    ("FP8RL_LAYOUT_TILE_1X128_TRANSPOSED", FP8RL_LAYOUT_TILE_1X128_TRANSPOSED as i64),
-    ("FP8RL_LAYOUT_BLOCK_128X128", FP8RL_LAYOUT_BLOCK_128X128 as i64),
-    ("FP8RL_LAYOUT_FORCE_32BIT", FP8RL_LAYOUT_FORCE_32BIT as i64),
-    ("FP8RL_SCALE_FP32", FP8RL_SCALE_FP32 as i64),
-    ("FP8RL_SCALE_POW2", FP8RL_SCALE_POW2 as i64),
-    ("FP8RL_SCALE_FORCE_32BIT", FP8RL_SCALE_FORCE_32BIT as i64),
     ("FP8RL_MODEL_FAMILY_LLAMA", FP8RL_MODEL_FAMILY_LLAMA as i64),
     ("FP8RL_MODEL_FAMILY_QWEN2", FP8RL_MODEL_FAMILY_QWEN2 as i64),
     ("FP8RL_MODEL_FAMILY_QWEN3", FP8RL_MODEL_FAMILY_QWEN3 as i64),
@@ -809,6 +803,10 @@ pub const VALUES: &[(&str, i64)] = &[
     ("FP8RL_LR_WARMUP_CONSTANT", FP8RL_LR_WARMUP_CONSTANT as i64),
     ("FP8RL_LR_WARMUP_COSINE", FP8RL_LR_WARMUP_COSINE as i64),
     ("FP8RL_LR_FORCE_32BIT", FP8RL_LR_FORCE_32BIT as i64),
+    ("FP8RL_LAYOUT_TILE_1X128", FP8RL_LAYOUT_TILE_1X128 as i64),
+    ("FP8RL_LAYOUT_TILE_1X128_TRANSPOSED", FP8RL_LAYOUT_TILE_1X128_TRANSPOSED as i64),
+    ("FP8RL_LAYOUT_BLOCK_128X128", FP8RL_LAYOUT_BLOCK_128X128 as i64),
+    ("FP8RL_LAYOUT_FORCE_32BIT", FP8RL_LAYOUT_FORCE_32BIT as i64),
 ];
 
 /// The names of every function declared above, in header order.
@@ -824,13 +822,6 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_context_get_num_threads",
     "fp8rl_context_get_description",
     "fp8rl_build_features",
-    "fp8rl_convert",
-    "fp8rl_quantize_options_init",
-    "fp8rl_quantized_sizes",
-    "fp8rl_quantize",
-    "fp8rl_dequantize",
-    "fp8rl_gemm_fp8",
-    "fp8rl_gemm_bf16",
     "fp8rl_model_config_init",
     "fp8rl_model_config_parameter_count",
     "fp8rl_recipe_init",
@@ -841,6 +832,7 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_policy_destroy",
     "fp8rl_policy_get_config",
     "fp8rl_policy_parameter_count",
+    "fp8rl_memory_report_init",
     "fp8rl_policy_memory",
     "fp8rl_policy_copy_weights",
     "fp8rl_policy_set_recipe",
@@ -858,12 +850,14 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_rollout_copy",
     "fp8rl_rollout_destroy",
     "fp8rl_importance_options_init",
+    "fp8rl_mismatch_metrics_init",
     "fp8rl_mismatch_metrics_compute",
     "fp8rl_trainer_options_init",
     "fp8rl_trainer_create",
     "fp8rl_trainer_destroy",
     "fp8rl_trainer_memory",
     "fp8rl_train_batch_init",
+    "fp8rl_train_metrics_init",
     "fp8rl_trainer_step",
     "fp8rl_trainer_iterate",
     "fp8rl_trainer_recompute_logprobs",
@@ -872,4 +866,11 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_trainer_save_state",
     "fp8rl_trainer_load_state",
     "fp8rl_rollout_seconds",
+    "fp8rl_convert",
+    "fp8rl_quantize_options_init",
+    "fp8rl_quantized_sizes",
+    "fp8rl_quantize",
+    "fp8rl_dequantize",
+    "fp8rl_gemm_fp8",
+    "fp8rl_gemm_bf16",
 ];

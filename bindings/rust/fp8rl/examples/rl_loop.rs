@@ -12,7 +12,8 @@
 use std::io::Write;
 
 use fp8rl::{
-    Backend, Context, ImportanceMode, ModelConfig, Policy, Recipe, SamplingOptions, Sequences, Trainer, TrainerOptions,
+    Backend, Context, ImportanceMode, ImportanceOptions, ModelConfig, Policy, Recipe, SamplingOptions, Sequences,
+    Trainer, TrainerOptions,
 };
 
 const PROMPTS: usize = 4;
@@ -57,8 +58,10 @@ pub fn run(mut completions: Option<&mut dyn Write>) -> Result<Outcome, Box<dyn s
     let context = Context::new(Backend::Cpu)?;
     let policy = Policy::random(&context, &tiny_config(), 1)?;
     policy.set_recipe(&Recipe::fp8_full())?; // FP8 linear layers, KV cache and attention
-    let options =
-        TrainerOptions::new().learning_rate(1e-2).group_size(GROUP as i32).importance_mode(ImportanceMode::Truncated);
+    let options = TrainerOptions::new()
+        .learning_rate(1e-2)
+        .group_size(GROUP as i32)
+        .importance(ImportanceOptions::new().mode(ImportanceMode::Truncated));
     let mut trainer = Trainer::new(&policy, &options)?;
     let sampling = SamplingOptions::new().max_new_tokens(NEW as i32).stop_at_eos(false);
 

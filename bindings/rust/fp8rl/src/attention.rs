@@ -20,7 +20,9 @@ pub struct AttentionScales {
 }
 
 c_options! {
-    /// Options of [`Policy::recalibrate_attention_scales`] (`fp8rl_calibration_options`).
+    /// Options of the attention-scale calibration (`fp8rl_calibration_options`): of
+    /// [`Policy::recalibrate_attention_scales`] and of a trainer's recalibration
+    /// ([`TrainerOptions::calibration`](crate::TrainerOptions::calibration)).
     pub struct CalibrationOptions: sys::fp8rl_calibration_options = sys::fp8rl_calibration_options_init {
         /// Of the per-token maxima, in (0, 100]; default 99.9 (outliers above it saturate).
         percentile: f64,

@@ -147,7 +147,7 @@ c_output! {
     /// the token statistics means over the batch, the ratio extremes over all
     /// steps, and the mismatch and reward fields are set (a single mini-batch's
     /// metrics leave them 0).
-    pub struct TrainMetrics: sys::fp8rl_train_metrics {
+    pub struct TrainMetrics: sys::fp8rl_train_metrics = sys::fp8rl_train_metrics_init {
         /// Steps taken, this one included.
         step: i64,
         /// The gradient was not finite; weights, optimizer state and scales

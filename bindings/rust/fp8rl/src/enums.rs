@@ -112,7 +112,7 @@ c_enum! {
 }
 
 c_enum! {
-    /// How importance weights are formed from w = exp(logp_train - logp_gen) (`fp8rl_importance_mode`).
+    /// How importance weights are formed from w = exp(logp_old - logp_gen) (`fp8rl_importance_mode`).
     pub enum ImportanceMode {
         /// w = 1.
         Off = sys::FP8RL_IMPORTANCE_OFF,

@@ -27,8 +27,8 @@
 //! # Example: a tiny policy learns to answer with the token 7
 //!
 //! ```no_run
-//! use fp8rl::{Backend, Context, ImportanceMode, ModelConfig, Policy, Recipe,
-//!             SamplingOptions, Sequences, Trainer, TrainerOptions};
+//! use fp8rl::{Backend, Context, ImportanceMode, ImportanceOptions, ModelConfig, Policy,
+//!             Recipe, SamplingOptions, Sequences, Trainer, TrainerOptions};
 //!
 //! let context = Context::new(Backend::Cpu)?;
 //! let config = ModelConfig::new().vocab_size(32).hidden_size(64).num_layers(2)
@@ -37,7 +37,7 @@
 //! let policy = Policy::random(&context, &config, 1)?;
 //! policy.set_recipe(&Recipe::fp8_full())?;
 //! let options = TrainerOptions::new().learning_rate(1e-2).group_size(4)
-//!     .importance_mode(ImportanceMode::Truncated);
+//!     .importance(ImportanceOptions::new().mode(ImportanceMode::Truncated));
 //! let mut trainer = Trainer::new(&policy, &options)?;
 //! let sampling = SamplingOptions::new().max_new_tokens(6).stop_at_eos(false);
 //!

@@ -5,9 +5,12 @@
 //! - `c_options!`: an options struct as a Rust struct with public fields and
 //!   builder setters of the same names; its defaults come from the library's
 //!   `_init` function, and conversion starts from those defaults again, so a
-//!   field the C struct gains later keeps the library's default.
+//!   field the C struct gains later keeps the library's default. An options
+//!   struct is itself a field type, for the C structs that embed one
+//!   (`fp8rl_trainer_options::importance`).
 //! - `c_output!`: a struct the library fills (metrics, reports) as a read-only
 //!   Rust struct; `#[non_exhaustive]` because C fields are only ever appended.
+//!   The C struct handed to the library comes from its `_init` function.
 
 /// Converts a field between its Rust and C types (bool <-> int32_t, enum <-> int).
 pub(crate) trait CField: Sized {
@@ -153,13 +156,25 @@ macro_rules! c_options {
                 Self::from_c_fields(&unsafe { $crate::macros::c_defaults::<$c>($init) })
             }
         }
+
+        // An options struct embedded in another converts as a whole, starting
+        // from its own _init function (which sets its struct_size).
+        impl $crate::macros::CField for $name {
+            type C = $c;
+            fn to_c(&self) -> $c {
+                self.c_fields()
+            }
+            fn from_c(value: $c) -> Self {
+                Self::from_c_fields(&value)
+            }
+        }
     };
 }
 
 macro_rules! c_output {
     (
         $(#[doc = $doc:literal])*
-        pub struct $name:ident: $c:ty {
+        pub struct $name:ident: $c:ty = $init:path {
             $( $(#[doc = $fdoc:literal])* $field:ident: $ty:ty, )*
         }
     ) => {
@@ -171,12 +186,11 @@ macro_rules! c_output {
         }
 
         impl $name {
-            /// An empty C struct whose `struct_size` says which fields this binding knows.
+            #[doc = concat!("An empty C struct from `", stringify!($init), "`: its `struct_size` says which")]
+            /// fields this binding knows, the rest is zero.
             pub(crate) fn empty_c() -> $c {
-                // SAFETY: plain C data; all-zero is a valid value.
-                let mut c: $c = unsafe { std::mem::zeroed() };
-                c.struct_size = std::mem::size_of::<$c>() as u32;
-                c
+                // SAFETY: plain C data (see c_defaults); init sets struct_size and zeroes the rest.
+                unsafe { $crate::macros::c_defaults::<$c>($init) }
             }
 
             pub(crate) fn from_c(c: &$c) -> Self {

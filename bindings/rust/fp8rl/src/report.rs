@@ -4,7 +4,7 @@ use fp8rl_sys as sys;
 
 c_output! {
     /// Bytes a policy (and its trainer) hold, by component (`fp8rl_memory_report`).
-    pub struct MemoryReport: sys::fp8rl_memory_report {
+    pub struct MemoryReport: sys::fp8rl_memory_report = sys::fp8rl_memory_report_init {
         /// FP32 master weights (host).
         master_weights: i64,
         /// The recipe's compute copies on the backend (BF16 / E4M3 codes and scales).

@@ -2,19 +2,22 @@
 
 use fp8rl_sys as sys;
 
-use crate::enums::{AdvantageBaseline, Aggregation, ImportanceMode, KlEstimator, LossKind, LrSchedule};
+use crate::attention::CalibrationOptions;
+use crate::enums::{AdvantageBaseline, Aggregation, KlEstimator, LossKind, LrSchedule};
+use crate::mismatch::ImportanceOptions;
 
 c_options! {
     /// Options of a [`Trainer`](crate::Trainer) (`fp8rl_trainer_options`),
     /// every field of the C struct, with the library's defaults.
     ///
     /// ```
-    /// use fp8rl::{ImportanceMode, TrainerOptions};
+    /// use fp8rl::{ImportanceMode, ImportanceOptions, TrainerOptions};
     /// let options = TrainerOptions::new()
     ///     .learning_rate(1e-2)
     ///     .group_size(4)
-    ///     .importance_mode(ImportanceMode::Truncated);
+    ///     .importance(ImportanceOptions::new().mode(ImportanceMode::Truncated));
     /// assert_eq!(options.beta2, 0.999);
+    /// assert_eq!(options.importance.high, 2.0);
     /// ```
     pub struct TrainerOptions: sys::fp8rl_trainer_options = sys::fp8rl_trainer_options_init {
         /// Default [`LossKind::ClippedPolicyGradient`].
@@ -23,13 +26,10 @@ c_options! {
         clip_low: f64,
         /// epsilon_high >= 0; default 0.2 (DAPO's clip-higher: 0.28).
         clip_high: f64,
-        /// Token-level IS correction w = exp(logp_old - logp_gen); default
-        /// [`ImportanceMode::Off`]. Any other mode needs logp_gen in the batch.
-        importance_mode: ImportanceMode,
-        /// Lower bound of w, >= 0; default 0.
-        importance_low: f64,
-        /// Upper bound (truncation cap) of w, > 0; default 2.
-        importance_high: f64,
+        /// Token-level IS correction w = exp(logp_old - logp_gen), with the
+        /// defaults of [`ImportanceOptions`] (off). Any other mode makes a
+        /// policy-gradient loss need logp_gen in the batch.
+        importance: ImportanceOptions,
         /// beta >= 0 of the KL penalty to the reference; > 0 needs logp_ref. Default 0.
         kl_coefficient: f64,
         /// Default [`KlEstimator::K3`].
@@ -80,12 +80,9 @@ c_options! {
         minibatches: i64,
         /// Recalibrate after every step (default true).
         recalibrate_after_step: bool,
-        /// Of the per-token Q/K/V maxima, in (0, 100]; default 99.9.
-        calibration_percentile: f64,
-        /// >= 1; default 1.05.
-        calibration_margin: f64,
-        /// The FP8 magnitude the percentile maps to; default 448.
-        calibration_max_value: f64,
+        /// How recalibration sets the Q/K/V scales from the training forward
+        /// pass, with the defaults of [`CalibrationOptions`].
+        calibration: CalibrationOptions,
         /// Seed of [`Trainer::next_seeds`](crate::Trainer::next_seeds); default 0.
         seed: u64,
     }

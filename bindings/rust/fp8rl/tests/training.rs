@@ -5,14 +5,17 @@ mod common;
 
 use common::{assert_from_binding, assert_from_library, bits, cpu, expect_error, sampling, tiny_config, TempDir};
 use fp8rl::{
-    mismatch_metrics, AdvantageBaseline, Aggregation, ImportanceMode, ImportanceOptions, KlEstimator, LossKind,
-    LrSchedule, Policy, Recipe, Sequences, Status, TrainMetrics, Trainer, TrainerOptions,
+    mismatch_metrics, AdvantageBaseline, Aggregation, CalibrationOptions, ImportanceMode, ImportanceOptions,
+    KlEstimator, LossKind, LrSchedule, Policy, Recipe, Sequences, Status, TrainMetrics, Trainer, TrainerOptions,
 };
 
 const GROUP: usize = 4;
 
 fn grpo_options() -> TrainerOptions {
-    TrainerOptions::new().learning_rate(1e-2).group_size(GROUP as i32).importance_mode(ImportanceMode::Truncated)
+    TrainerOptions::new()
+        .learning_rate(1e-2)
+        .group_size(GROUP as i32)
+        .importance(ImportanceOptions::new().mode(ImportanceMode::Truncated))
 }
 
 /// One rollout of two prompts, GROUP completions each, laid out for a step.
@@ -45,8 +48,10 @@ fn options_default_to_the_headers_values() {
     assert_eq!(options, TrainerOptions::default());
     assert_eq!(options.loss, LossKind::ClippedPolicyGradient);
     assert_eq!((options.clip_low, options.clip_high), (0.2, 0.2));
-    assert_eq!(options.importance_mode, ImportanceMode::Off);
-    assert_eq!((options.importance_low, options.importance_high, options.kl_coefficient), (0.0, 2.0, 0.0));
+    // the embedded options are those of their own _init functions: one default each
+    assert_eq!(options.importance, ImportanceOptions::new());
+    assert_eq!(options.importance.mode, ImportanceMode::Off);
+    assert_eq!((options.importance.low, options.importance.high, options.kl_coefficient), (0.0, 2.0, 0.0));
     assert_eq!(options.kl_estimator, KlEstimator::K3);
     assert_eq!(options.aggregation, Aggregation::TokenMean);
     assert_eq!((options.group_size, options.baseline), (1, AdvantageBaseline::GroupMean));
@@ -56,8 +61,9 @@ fn options_default_to_the_headers_values() {
     assert_eq!((options.beta1, options.beta2, options.adam_epsilon), (0.9, 0.999, 1e-8));
     assert_eq!((options.weight_decay, options.max_grad_norm, options.temperature), (0.01, 1.0, 1.0));
     assert_eq!((options.micro_batch_tokens, options.seed, options.min_lr_ratio), (2048, 0, 0.0));
+    assert_eq!(options.calibration, CalibrationOptions::new());
     assert_eq!(
-        (options.calibration_percentile, options.calibration_margin, options.calibration_max_value),
+        (options.calibration.percentile, options.calibration.margin, options.calibration.max_value),
         (99.9, 1.05, 448.0)
     );
 }
@@ -67,7 +73,9 @@ fn bad_options_name_the_field() {
     let context = cpu();
     let policy = Policy::random(&context, &tiny_config(), 1).unwrap();
     for (options, field) in [
-        (grpo_options().importance_mode(ImportanceMode::Unknown(9)), "importance_mode"),
+        (grpo_options().importance(ImportanceOptions::new().mode(ImportanceMode::Unknown(9))), "importance.mode"),
+        (grpo_options().importance(ImportanceOptions::new().low(3.0)), "low"),
+        (grpo_options().calibration(CalibrationOptions::new().margin(0.5)), "margin"),
         (grpo_options().temperature(0.0), "temperature"),
         (grpo_options().group_size(0), "group_size"),
         (grpo_options().beta2(1.0), "beta2"),
@@ -269,8 +277,11 @@ fn mismatch_metrics_measure_generation_against_training() {
     assert_eq!((same.token_mult_prob_error, same.gen_kl_error, same.is_weight_mean), (1.0, 0.0, 1.0));
 
     let shifted: Vec<f32> = logp.iter().map(|l| l - 1.0).collect(); // generator 1 nat less likely: w = e
-    let metrics = mismatch_metrics(&logp, &shifted, &offsets, &ImportanceOptions::new()).unwrap();
-    assert!((metrics.token_mult_prob_error - std::f64::consts::E).abs() < 1e-5);
+    let off = mismatch_metrics(&logp, &shifted, &offsets, &ImportanceOptions::new()).unwrap();
+    assert!((off.token_mult_prob_error - std::f64::consts::E).abs() < 1e-5);
+    assert_eq!((off.is_weight_mean, off.is_truncated_fraction), (1.0, 0.0), "off by default: w = 1");
+    let truncated = ImportanceOptions::new().mode(ImportanceMode::Truncated);
+    let metrics = mismatch_metrics(&logp, &shifted, &offsets, &truncated).unwrap();
     assert_eq!(metrics.is_truncated_fraction, 1.0, "e > the default cap 2");
     assert!((metrics.is_weight_mean - 2.0).abs() < 1e-9);
     let masked = ImportanceOptions::new().mode(ImportanceMode::TokenMasked);
@@ -290,7 +301,7 @@ fn mismatch_metrics_measure_generation_against_training() {
     let error = expect_error(
         mismatch_metrics(&logp, &logp[..3], &offsets, &ImportanceOptions::new()),
         Status::InvalidArgument,
-        "logp_train has 4 values, logp_gen 3",
+        "logp_old has 4 values, logp_gen 3",
     );
     assert_from_binding(&error, "mismatch_metrics");
     let error = mismatch_metrics(&logp, &logp, &[0, 5], &ImportanceOptions::new()).unwrap_err();
