@@ -9,6 +9,9 @@
 namespace fp8rl::policy {
 namespace {
 
+using model::Linear;
+using model::Norm;
+
 size_t as_size(int64_t value) { return static_cast<size_t>(value); }
 
 // Row inputs, where given, are one per wanted token.
@@ -57,7 +60,8 @@ void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
   if (tokens > capacity_tokens_) {
     const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
     const int64_t qd = model::q_dim(config_), kvd = model::kv_dim(config_);
-    const int64_t max_in = std::max({hidden, qd, inter});
+    int64_t max_in = 0;  // the widest linear input
+    for (const model::LinearPart& part : model::kLinearParts) max_in = std::max(max_in, part.in_features(config_));
     const size_t n = as_size(tokens);
     residual_ = DeviceArray<float>(backend_, n * as_size(hidden));
     normed_ = DeviceArray<float>(backend_, n * as_size(hidden));
@@ -157,13 +161,13 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
 
   // Attention block: x += o_proj(attention(rope(q), rope(k), v)) over rms_norm(x).
   if (a.attention_input) backend_.copy_within(a.attention_input, residual_.data(), residual_bytes);
-  backend_.rms_norm(residual_.data(), layer.input_norm.data(), tokens, hidden, eps, a.attention_normed);
-  linear(layer.q, format, a.attention_normed, tokens, a.q_raw);  // [tokens, heads * head_dim]
-  linear(layer.k, format, a.attention_normed, tokens, a.k_raw);  // [tokens, kv_heads * head_dim]
-  linear(layer.v, format, a.attention_normed, tokens, a.v);      // [tokens, kv_heads * head_dim]
-  if (!layer.q_norm.empty()) {
-    backend_.rms_norm(a.q_raw, layer.q_norm.data(), tokens * heads, head_dim, eps, a.q);
-    backend_.rms_norm(a.k_raw, layer.k_norm.data(), tokens * kv_heads, head_dim, eps, a.k);
+  backend_.rms_norm(residual_.data(), layer.norm(Norm::input).data(), tokens, hidden, eps, a.attention_normed);
+  linear(layer.linear(Linear::q), format, a.attention_normed, tokens, a.q_raw);  // [tokens, heads * head_dim]
+  linear(layer.linear(Linear::k), format, a.attention_normed, tokens, a.k_raw);  // [tokens, kv_heads * head_dim]
+  linear(layer.linear(Linear::v), format, a.attention_normed, tokens, a.v);      // [tokens, kv_heads * head_dim]
+  if (!layer.norm(Norm::q).empty()) {
+    backend_.rms_norm(a.q_raw, layer.norm(Norm::q).data(), tokens * heads, head_dim, eps, a.q);
+    backend_.rms_norm(a.k_raw, layer.norm(Norm::k).data(), tokens * kv_heads, head_dim, eps, a.k);
   }
   backend_.rope(a.q, pass_.positions, tokens, heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
   backend_.rope(a.k, pass_.positions, tokens, kv_heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
@@ -184,16 +188,16 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
   backend_.kv_store(store);
 
   backend_.attention(attention_args(layer, index, scales, tokens, a.q, cache, a.attention));
-  linear(layer.o, format, a.attention, tokens, projected_.data());
+  linear(layer.linear(Linear::o), format, a.attention, tokens, projected_.data());
   backend_.add(residual_.data(), projected_.data(), tokens * hidden);
 
   // MLP block: x += down(silu(gate(h)) * up(h)), h = rms_norm(x).
   if (a.mlp_input) backend_.copy_within(a.mlp_input, residual_.data(), residual_bytes);
-  backend_.rms_norm(residual_.data(), layer.post_attention_norm.data(), tokens, hidden, eps, a.mlp_normed);
-  linear(layer.gate, format, a.mlp_normed, tokens, a.gate);
-  linear(layer.up, format, a.mlp_normed, tokens, a.up);
+  backend_.rms_norm(residual_.data(), layer.norm(Norm::post_attention).data(), tokens, hidden, eps, a.mlp_normed);
+  linear(layer.linear(Linear::gate), format, a.mlp_normed, tokens, a.gate);
+  linear(layer.linear(Linear::up), format, a.mlp_normed, tokens, a.up);
   backend_.swiglu(a.gate, a.up, tokens * config_.intermediate_size, a.act);
-  linear(layer.down, format, a.act, tokens, projected_.data());
+  linear(layer.linear(Linear::down), format, a.act, tokens, projected_.data());
   backend_.add(residual_.data(), projected_.data(), tokens * hidden);
 }
 

@@ -11,8 +11,10 @@
 // gradients are accumulated (+=) into the layer's gradient buffers.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
+#include "core/model/layer_parts.h"
 #include "core/model/model_config.h"
 #include "core/policy/kv_cache.h"
 #include "core/policy/model_runner.h"
@@ -26,12 +28,13 @@ struct LinearGradPointers {
   float* bias = nullptr;    // [out]; null when the layer has none
 };
 
+// One layer's gradients, one per part of the layer table (core/model/layer_parts.h).
 struct LayerGradPointers {
-  float* input_norm = nullptr;           // [hidden]
-  float* post_attention_norm = nullptr;  // [hidden]
-  float* q_norm = nullptr;               // [head_dim]; null without qk_norm
-  float* k_norm = nullptr;               // [head_dim]
-  LinearGradPointers q, k, v, o, gate, up, down;
+  std::array<LinearGradPointers, model::kLinearCount> linears{};  // by model::Linear
+  std::array<float*, model::kNormCount> norms{};                  // by model::Norm [size]; null when absent
+
+  const LinearGradPointers& linear(model::Linear role) const { return linears[model::index(role)]; }
+  float* norm(model::Norm role) const { return norms[model::index(role)]; }
 };
 
 // Scratch of the backward pass, grown as needed, shared by all layers.

@@ -50,18 +50,12 @@ std::vector<float> TrainingPass::forward(const rollout::TokenSequences& sequence
 
 LayerGradPointers TrainingPass::layer_grads(ParamArena& grads, size_t layer) {
   const model::LayerParams& p = policy_.host_tensors().layers[layer];
+  const model::HostTensor none;
   LayerGradPointers g;
-  g.input_norm = grads.grad(p.input_norm);
-  g.post_attention_norm = grads.grad(p.post_attention_norm);
-  g.q_norm = grads.grad(p.q_norm);
-  g.k_norm = grads.grad(p.k_norm);
-  g.q = {grads.grad(p.q_proj), grads.grad(p.q_bias)};
-  g.k = {grads.grad(p.k_proj), grads.grad(p.k_bias)};
-  g.v = {grads.grad(p.v_proj), grads.grad(p.v_bias)};
-  g.o = {grads.grad(p.o_proj), grads.grad(p.o_bias)};
-  g.gate = {grads.grad(p.gate_proj), nullptr};
-  g.up = {grads.grad(p.up_proj), nullptr};
-  g.down = {grads.grad(p.down_proj), nullptr};
+  for (const model::NormPart& part : model::kNormParts) g.norms[model::index(part.role)] = grads.grad(p.*part.weight);
+  for (const model::LinearPart& part : model::kLinearParts) {
+    g.linears[model::index(part.role)] = {grads.grad(p.*part.weight), grads.grad(part.bias ? p.*part.bias : none)};
+  }
   return g;
 }
 
