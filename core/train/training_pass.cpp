@@ -1,5 +1,7 @@
 #include "core/train/training_pass.h"
 
+#include "core/rollout/sequence_batch.h"
+
 namespace fp8rl::train {
 
 TrainingPass::TrainingPass(policy::Policy& policy)
@@ -12,22 +14,18 @@ TrainingPass::~TrainingPass() = default;
 std::vector<float> TrainingPass::forward(const rollout::TokenSequences& sequences,
                                          const std::vector<int64_t>& prompt_lengths, int64_t begin, int64_t end,
                                          float temperature, const policy::ActivationObserver& observer) {
-  // Every token but each sequence's last is fed; token t sits in cache row t,
-  // which layer_backward relies on.
-  policy::TokenBatch batch;
+  // Every token but each sequence's last is fed, token t in cache row t
+  // (which layer_backward relies on). The completion rows' logits come from
+  // the tape through the token head, not from the runner's head.
+  policy::TokenBatch batch =
+      rollout::sequence_batch(sequences, begin, end, false, rollout::LogitRows::completions, prompt_lengths);
   rows_ = HeadRows{};
-  for (int64_t i = begin; i < end; ++i) {
-    const int32_t* tokens = sequences.sequence(i);
-    const int64_t length = sequences.length(i), prompt = prompt_lengths[static_cast<size_t>(i)];
-    const int64_t first_row = static_cast<int64_t>(batch.size());
-    for (int64_t p = 0; p + 1 < length; ++p) {
-      if (p + 1 >= prompt) {
-        rows_.rows.push_back(static_cast<int32_t>(batch.size()));
-        rows_.targets.push_back(tokens[p + 1]);
-      }
-      batch.add(tokens[p], static_cast<int32_t>(p), first_row, false);
-    }
+  for (size_t t = 0; t < batch.size(); ++t) {
+    if (batch.wants_logits[t]) rows_.rows.push_back(static_cast<int32_t>(t));
   }
+  rows_.targets = std::move(batch.row_targets);
+  batch.row_targets.clear();
+  batch.wants_logits.assign(batch.size(), 0);
   tokens_ = static_cast<int64_t>(batch.size());
   temperature_ = temperature;
   std::vector<float> logp(rows_.size());
