@@ -18,6 +18,8 @@ struct LayerPass {
   const TransposedLayer& transposed;
   ScaleFormat format;
   int64_t tokens;
+  const policy::PassIndices& indices;  // the recorded pass's (ForwardTape)
+  const policy::RopeTable& rope;
   LayerBackwardScratch& scratch;
 };
 
@@ -86,12 +88,11 @@ void mlp_backward(LayerPass& p, const policy::LayerActivations& saved, const Lay
 }
 
 // dq, dk: dL/d(post-RoPE q, k) -> dL/d(q, k projections), through RoPE and the q/k norms.
-void unrotate(LayerPass& p, const policy::ModelRunner& runner, const policy::LayerActivations& saved,
-              const LayerGradPointers& grads) {
+void unrotate(LayerPass& p, const policy::LayerActivations& saved, const LayerGradPointers& grads) {
   LayerBackwardScratch& s = p.scratch;
   const model::ModelConfig& c = p.config;
-  const policy::RopeTable& rope = runner.rope();
-  const int32_t* positions = runner.pass_indices().positions;
+  const policy::RopeTable& rope = p.rope;
+  const int32_t* positions = p.indices.positions;
   p.backend.rope_backward(s.dq.data(), positions, p.tokens, c.num_attention_heads, c.head_dim, rope.cos(), rope.sin(),
                           rope.positions());
   p.backend.rope_backward(s.dk.data(), positions, p.tokens, c.num_key_value_heads, c.head_dim, rope.cos(), rope.sin(),
@@ -105,8 +106,8 @@ void unrotate(LayerPass& p, const policy::ModelRunner& runner, const policy::Lay
 }
 
 // dresidual: dL/dx_mid -> dL/dx_in.
-void attention_block_backward(LayerPass& p, policy::ModelRunner& runner, const policy::CompiledModel& model,
-                              size_t index, const policy::AttentionScales& scales, const policy::KvCache& cache,
+void attention_block_backward(LayerPass& p, const policy::CompiledModel& model, size_t index,
+                              const policy::AttentionScales& scales, const policy::KvCache& cache,
                               const policy::LayerActivations& saved, const LayerGradPointers& grads, float* dresidual) {
   LayerBackwardScratch& s = p.scratch;
   const int64_t hidden = p.config.hidden_size, kv_dim = model::kv_dim(p.config);
@@ -114,7 +115,8 @@ void attention_block_backward(LayerPass& p, policy::ModelRunner& runner, const p
   weight_grads(p, p.layer.linear(Linear::o), dresidual, saved.attention, grads.linear(Linear::o));
 
   AttentionBackwardArgs args;
-  args.forward = runner.attention_args(model.layers()[index], index, scales, p.tokens, saved.q, cache, nullptr);
+  args.forward = policy::attention_args(p.config, model.layers()[index], index, scales, p.indices, p.tokens, saved.q,
+                                        cache, nullptr);
   args.dout = s.dattention.data();
   args.dq = s.dq.data();
   args.dk = s.dk.data();
@@ -123,7 +125,7 @@ void attention_block_backward(LayerPass& p, policy::ModelRunner& runner, const p
   p.backend.zero_fill(s.dk.data(), as_size(p.tokens * kv_dim) * sizeof(float));
   p.backend.zero_fill(s.dv.data(), as_size(p.tokens * kv_dim) * sizeof(float));
   p.backend.attention_backward(args);
-  unrotate(p, runner, saved, grads);
+  unrotate(p, saved, grads);
 
   weight_grads(p, p.layer.linear(Linear::q), s.dq.data(), saved.attention_normed, grads.linear(Linear::q));
   weight_grads(p, p.layer.linear(Linear::k), s.dk.data(), saved.attention_normed, grads.linear(Linear::k));
@@ -139,15 +141,17 @@ void attention_block_backward(LayerPass& p, policy::ModelRunner& runner, const p
 
 }  // namespace
 
-void layer_backward(policy::ModelRunner& runner, const model::ModelConfig& config, const policy::CompiledModel& model,
+void layer_backward(Backend& backend, const model::ModelConfig& config, const policy::CompiledModel& model,
                     size_t index, const TransposedLayer& transposed, const policy::AttentionScales& scales,
-                    const policy::KvCache& cache, const policy::LayerActivations& saved, int64_t tokens,
+                    const policy::KvCache& cache, const policy::RopeTable& rope, ForwardTape& tape,
                     const LayerGradPointers& grads, float* dresidual, LayerBackwardScratch& scratch) {
-  Backend& backend = runner.backend();
+  const int64_t tokens = tape.tokens();
   ensure_scratch(backend, config, tokens, scratch);
-  LayerPass pass{backend, config, model.layers()[index], transposed, model.scale_format(), tokens, scratch};
+  LayerPass pass{backend, config, model.layers()[index], transposed, model.scale_format(), tokens, tape.indices(),
+                 rope,    scratch};
+  const policy::LayerActivations saved = tape.layer(index);
   mlp_backward(pass, saved, grads, dresidual);
-  attention_block_backward(pass, runner, model, index, scales, cache, saved, grads, dresidual);
+  attention_block_backward(pass, model, index, scales, cache, saved, grads, dresidual);
 }
 
 }  // namespace fp8rl::train

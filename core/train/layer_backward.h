@@ -18,6 +18,7 @@
 #include "core/model/model_config.h"
 #include "core/policy/kv_cache.h"
 #include "core/policy/model_runner.h"
+#include "core/train/forward_tape.h"
 #include "core/train/linear_grads.h"
 #include "core/train/transposed_model.h"
 
@@ -48,11 +49,12 @@ struct LayerBackwardScratch {
   LinearGradScratch linear;
 };
 
-// One layer's backward. The pass's cache rows must be its tokens in order
-// (token t in cache row t), so that dK and dV per cache row are per token.
-void layer_backward(policy::ModelRunner& runner, const model::ModelConfig& config, const policy::CompiledModel& model,
+// One layer's backward over the pass that `tape` recorded, whose cache rows
+// must be its tokens in order (token t in cache row t), so that dK and dV per
+// cache row are per token. rope: the runner's tables (they cover the pass).
+void layer_backward(Backend& backend, const model::ModelConfig& config, const policy::CompiledModel& model,
                     size_t index, const TransposedLayer& transposed, const policy::AttentionScales& scales,
-                    const policy::KvCache& cache, const policy::LayerActivations& saved, int64_t tokens,
+                    const policy::KvCache& cache, const policy::RopeTable& rope, ForwardTape& tape,
                     const LayerGradPointers& grads, float* dresidual, LayerBackwardScratch& scratch);
 
 }  // namespace fp8rl::train

@@ -74,11 +74,11 @@ void TrainingPass::backward(const float* grad_logp, const TransposedModel& trans
                  dresidual_.data(), head, entropy);
   const policy::CompiledModel& model = policy_.compiled();
   for (size_t layer = model.layers().size(); layer-- > 0;) {
-    layer_backward(policy_.runner(), config, model, layer, transposed.layers()[layer], policy_.attention_scales(),
-                   *cache_, tape_.layer(layer), tokens_, layer_grads(grads, layer), dresidual_.data(), scratch_);
+    layer_backward(backend, config, model, layer, transposed.layers()[layer], policy_.attention_scales(), *cache_,
+                   policy_.runner().rope(), tape_, layer_grads(grads, layer), dresidual_.data(), scratch_);
   }
-  backend.embedding_backward(dresidual_.data(), policy_.runner().pass_indices().ids, tokens_, config.vocab_size,
-                             config.hidden_size, grads.grad(params.embed_tokens));
+  backend.embedding_backward(dresidual_.data(), tape_.indices().ids, tokens_, config.vocab_size, config.hidden_size,
+                             grads.grad(params.embed_tokens));
 }
 
 }  // namespace fp8rl::train
