@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/blocks/dense_mlp.h"
 #include "kernels/common/quant_layout.h"
 
 namespace fp8rl::policy {
@@ -194,10 +195,10 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
   // MLP block: x += down(silu(gate(h)) * up(h)), h = rms_norm(x).
   if (a.mlp_input) backend_.copy_within(a.mlp_input, residual_.data(), residual_bytes);
   backend_.rms_norm(residual_.data(), layer.norm(Norm::post_attention).data(), tokens, hidden, eps, a.mlp_normed);
-  linear(layer.linear(Linear::gate), format, a.mlp_normed, tokens, a.gate);
-  linear(layer.linear(Linear::up), format, a.mlp_normed, tokens, a.up);
-  backend_.swiglu(a.gate, a.up, tokens * config_.intermediate_size, a.act);
-  linear(layer.linear(Linear::down), format, a.act, tokens, projected_.data());
+  const blocks::LinearForward mlp_linear = [&](const LinearWeights& weights, const float* x, int64_t rows, float* y) {
+    linear(weights, format, x, rows, y);
+  };
+  blocks::dense_mlp_forward(backend_, mlp_linear, layer, config_, tokens, a, projected_.data());
   backend_.add(residual_.data(), projected_.data(), tokens * hidden);
 }
 

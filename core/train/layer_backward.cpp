@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "core/blocks/dense_mlp.h"
+#include "core/train/layer_pass.h"
+
 namespace fp8rl::train {
 namespace {
 
@@ -9,19 +12,6 @@ using model::Linear;
 using model::Norm;
 
 size_t as_size(int64_t value) { return static_cast<size_t>(value); }
-
-// The state one layer's backward works with.
-struct LayerPass {
-  Backend& backend;
-  const model::ModelConfig& config;
-  const policy::CompiledLayer& layer;
-  const TransposedLayer& transposed;
-  ScaleFormat format;
-  int64_t tokens;
-  const policy::PassIndices& indices;  // the recorded pass's (ForwardTape)
-  const policy::RopeTable& rope;
-  LayerBackwardScratch& scratch;
-};
 
 void ensure_scratch(Backend& backend, const model::ModelConfig& config, int64_t tokens, LayerBackwardScratch& s) {
   const size_t n = as_size(tokens);
@@ -49,38 +39,12 @@ void ensure_scratch(Backend& backend, const model::ModelConfig& config, int64_t 
   }
 }
 
-// For y = x . W^T + b over the pass's tokens: dW += dy^T . x and db += column
-// sums of dy. (A bias is an embedding row every token looks up, so its
-// gradient is embedding_backward with every id 0.)
-void weight_grads(LayerPass& p, const policy::LinearWeights& weights, const float* dy, const float* x,
-                  const LinearGradPointers& grads) {
-  const int64_t out = weights.out_features, in = weights.in_features;
-  linear_wgrad(p.backend, weights.fp8, p.format, dy, x, p.tokens, out, in, p.scratch.dweight.data(), p.scratch.linear);
-  p.backend.add(grads.weight, p.scratch.dweight.data(), out * in);
-  if (grads.bias) p.backend.embedding_backward(dy, p.scratch.zero_ids.data(), p.tokens, 1, out, grads.bias);
-}
-
-// dx (+)= dy . W, with transposed = W^T; accumulate adds into dx instead of writing it.
-void input_grad(LayerPass& p, const policy::LinearWeights& transposed, const float* dy, float* dx, bool accumulate) {
-  if (!accumulate) return linear_dgrad(p.backend, transposed, p.format, dy, p.tokens, dx, p.scratch.linear);
-  float* partial = p.scratch.dpartial.data();
-  linear_dgrad(p.backend, transposed, p.format, dy, p.tokens, partial, p.scratch.linear);
-  p.backend.add(dx, partial, p.tokens * transposed.out_features);
-}
-
 // dresidual: dL/dx_out -> dL/dx_mid.
-void mlp_backward(LayerPass& p, const policy::LayerActivations& saved, const LayerGradPointers& grads,
-                  float* dresidual) {
+void mlp_block_backward(LayerPass& p, const policy::LayerActivations& saved, const LayerGradPointers& grads,
+                        float* dresidual) {
   LayerBackwardScratch& s = p.scratch;
   const int64_t hidden = p.config.hidden_size;
-  input_grad(p, p.transposed.linear(Linear::down), dresidual, s.dact.data(), false);  // [tokens, inter]
-  weight_grads(p, p.layer.linear(Linear::down), dresidual, saved.act, grads.linear(Linear::down));
-  p.backend.swiglu_backward(saved.gate, saved.up, s.dact.data(), p.tokens * p.config.intermediate_size, s.dgate.data(),
-                            s.dup.data());
-  weight_grads(p, p.layer.linear(Linear::gate), s.dgate.data(), saved.mlp_normed, grads.linear(Linear::gate));
-  weight_grads(p, p.layer.linear(Linear::up), s.dup.data(), saved.mlp_normed, grads.linear(Linear::up));
-  input_grad(p, p.transposed.linear(Linear::gate), s.dgate.data(), s.dnormed.data(), false);  // [tokens, hidden]
-  input_grad(p, p.transposed.linear(Linear::up), s.dup.data(), s.dnormed.data(), true);
+  blocks::dense_mlp_backward(p, saved, grads, dresidual, s.dnormed.data());
   p.backend.rms_norm_backward(saved.mlp_input, p.layer.norm(Norm::post_attention).data(), s.dnormed.data(), p.tokens,
                               hidden, static_cast<float>(p.config.rms_norm_eps), s.dnormed.data(),
                               grads.norm(Norm::post_attention));
@@ -141,6 +105,25 @@ void attention_block_backward(LayerPass& p, const policy::CompiledModel& model, 
 
 }  // namespace
 
+// For y = x . W^T + b over the pass's tokens: dW += dy^T . x and db += column
+// sums of dy. (A bias is an embedding row every token looks up, so its
+// gradient is embedding_backward with every id 0.)
+void weight_grads(LayerPass& p, const policy::LinearWeights& weights, const float* dy, const float* x,
+                  const LinearGradPointers& grads) {
+  const int64_t out = weights.out_features, in = weights.in_features;
+  linear_wgrad(p.backend, weights.fp8, p.format, dy, x, p.tokens, out, in, p.scratch.dweight.data(), p.scratch.linear);
+  p.backend.add(grads.weight, p.scratch.dweight.data(), out * in);
+  if (grads.bias) p.backend.embedding_backward(dy, p.scratch.zero_ids.data(), p.tokens, 1, out, grads.bias);
+}
+
+// dx (+)= dy . W, with transposed = W^T; accumulate adds into dx instead of writing it.
+void input_grad(LayerPass& p, const policy::LinearWeights& transposed, const float* dy, float* dx, bool accumulate) {
+  if (!accumulate) return linear_dgrad(p.backend, transposed, p.format, dy, p.tokens, dx, p.scratch.linear);
+  float* partial = p.scratch.dpartial.data();
+  linear_dgrad(p.backend, transposed, p.format, dy, p.tokens, partial, p.scratch.linear);
+  p.backend.add(dx, partial, p.tokens * transposed.out_features);
+}
+
 void layer_backward(Backend& backend, const model::ModelConfig& config, const policy::CompiledModel& model,
                     size_t index, const TransposedLayer& transposed, const policy::AttentionScales& scales,
                     const policy::KvCache& cache, const policy::RopeTable& rope, ForwardTape& tape,
@@ -150,7 +133,7 @@ void layer_backward(Backend& backend, const model::ModelConfig& config, const po
   LayerPass pass{backend, config, model.layers()[index], transposed, model.scale_format(), tokens, tape.indices(),
                  rope,    scratch};
   const policy::LayerActivations saved = tape.layer(index);
-  mlp_backward(pass, saved, grads, dresidual);
+  mlp_block_backward(pass, saved, grads, dresidual);
   attention_block_backward(pass, model, index, scales, cache, saved, grads, dresidual);
 }
 
