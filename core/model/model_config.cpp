@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "core/model/layer_parts.h"
 #include "core/model/model_config_check.h"
 #include "kernels/error.h"
 
@@ -46,21 +47,17 @@ Counter count_parameters(const ModelConfig& c) {
   dims.plus(c.num_attention_heads, c.head_dim);
   dims.plus(c.num_key_value_heads, c.head_dim);
   if (!dims.ok()) return dims;
-  const int64_t q = c.num_attention_heads * c.head_dim;
-  const int64_t kv = c.num_key_value_heads * c.head_dim;
 
-  Counter layer;
-  layer.plus(c.hidden_size, q);      // q_proj
-  layer.plus(c.hidden_size, kv, 2);  // k_proj, v_proj
-  layer.plus(q, c.hidden_size);      // o_proj
-  if (c.attention_bias) {
-    layer.plus(q);
-    layer.plus(kv, 2);
+  Counter layer;  // the table's sizes are config fields, q_dim or kv_dim: bounded now
+  for (const LayerPart& part : kLayerParts) {
+    if (!part.is_linear) {
+      if (part.norm.present(c)) layer.plus(part.norm.size(c));
+      continue;
+    }
+    const int64_t out = part.linear.out_features(c);
+    layer.plus(out, part.linear.in_features(c));
+    if (has_bias(part.linear, c)) layer.plus(out);
   }
-  if (has_output_projection_bias(c)) layer.plus(c.hidden_size);
-  layer.plus(c.hidden_size, c.intermediate_size, 3);  // gate_proj, up_proj, down_proj
-  layer.plus(c.hidden_size, 2);                       // input/post-attention RMSNorm
-  if (c.qk_norm) layer.plus(c.head_dim, 2);           // q_norm, k_norm
 
   Counter total;
   total.plus(c.vocab_size, c.hidden_size);  // embed_tokens

@@ -84,17 +84,10 @@ int64_t q_dim(const ModelConfig& config);   // heads * head_dim
 int64_t kv_dim(const ModelConfig& config);  // kv_heads * head_dim
 bool has_output_projection_bias(const ModelConfig& config);
 
-// Number of weights, every term in elements:
-//   vocab * hidden                                        embeddings
-// + layers * ( hidden * q_dim + 2 * hidden * kv_dim       q, k, v projections
-//            + q_dim * hidden                             o projection
-//            + [attention_bias] (q_dim + 2 * kv_dim)      q/k/v biases
-//            + [o bias] hidden                            o_proj bias (not Qwen2)
-//            + 3 * hidden * intermediate                  gate, up, down
-//            + 2 * hidden                                 input and post-attention RMSNorm
-//            + [qk_norm] 2 * head_dim )                   q_norm, k_norm (shared by heads)
-// + hidden                                                final RMSNorm
-// + [not tied] vocab * hidden                             lm_head
+// Number of weights: vocab * hidden embeddings, then per layer every weight,
+// bias and norm of the layer table (core/model/layer_parts.h) that the config
+// calls for, then the final RMSNorm (hidden) and, unless tied, the lm_head
+// (vocab * hidden).
 // Validates first, so it throws invalid_argument for an invalid config,
 // including one whose count overflows int64.
 int64_t parameter_count(const ModelConfig& config);

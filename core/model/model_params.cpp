@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/model/layer_parts.h"
 #include "core/model/model_params_detail.h"
 #include "kernels/error.h"
 
@@ -46,31 +47,22 @@ void for_each_tensor(ModelParams& params, const TensorVisitor& visit) {
           "model params: " + std::to_string(params.layers.size()) + " layers, config calls for " +
               std::to_string(c.num_layers));
   const int64_t hidden = c.hidden_size;
-  const int64_t q = q_dim(c);
-  const int64_t kv = kv_dim(c);
-  const int64_t inter = c.intermediate_size;
 
   visit("model.embed_tokens.weight", {c.vocab_size, hidden}, params.embed_tokens);
   for (size_t i = 0; i < params.layers.size(); ++i) {
     LayerParams& layer = params.layers[i];
     const std::string prefix = "model.layers." + std::to_string(i) + ".";
-    visit(prefix + "input_layernorm.weight", {hidden}, layer.input_norm);
-    visit(prefix + "self_attn.q_proj.weight", {q, hidden}, layer.q_proj);
-    if (c.attention_bias) visit(prefix + "self_attn.q_proj.bias", {q}, layer.q_bias);
-    visit(prefix + "self_attn.k_proj.weight", {kv, hidden}, layer.k_proj);
-    if (c.attention_bias) visit(prefix + "self_attn.k_proj.bias", {kv}, layer.k_bias);
-    visit(prefix + "self_attn.v_proj.weight", {kv, hidden}, layer.v_proj);
-    if (c.attention_bias) visit(prefix + "self_attn.v_proj.bias", {kv}, layer.v_bias);
-    visit(prefix + "self_attn.o_proj.weight", {hidden, q}, layer.o_proj);
-    if (has_output_projection_bias(c)) visit(prefix + "self_attn.o_proj.bias", {hidden}, layer.o_bias);
-    if (c.qk_norm) {
-      visit(prefix + "self_attn.q_norm.weight", {c.head_dim}, layer.q_norm);
-      visit(prefix + "self_attn.k_norm.weight", {c.head_dim}, layer.k_norm);
+    for (const LayerPart& part : kLayerParts) {
+      if (!part.is_linear) {
+        const NormPart& norm = part.norm;
+        if (norm.present(c)) visit(prefix + norm.name + ".weight", {norm.size(c)}, layer.*norm.weight);
+        continue;
+      }
+      const LinearPart& linear = part.linear;
+      const int64_t out = linear.out_features(c);
+      visit(prefix + linear.name + ".weight", {out, linear.in_features(c)}, layer.*linear.weight);
+      if (has_bias(linear, c)) visit(prefix + linear.name + ".bias", {out}, layer.*linear.bias);
     }
-    visit(prefix + "post_attention_layernorm.weight", {hidden}, layer.post_attention_norm);
-    visit(prefix + "mlp.gate_proj.weight", {inter, hidden}, layer.gate_proj);
-    visit(prefix + "mlp.up_proj.weight", {inter, hidden}, layer.up_proj);
-    visit(prefix + "mlp.down_proj.weight", {hidden, inter}, layer.down_proj);
   }
   visit("model.norm.weight", {hidden}, params.final_norm);
   if (!c.tie_word_embeddings) visit("lm_head.weight", {c.vocab_size, hidden}, params.lm_head);
@@ -89,16 +81,14 @@ void check_unused_empty(const ModelParams& params) {
   if (c.tie_word_embeddings) require_empty(params.lm_head, "lm_head.weight", "tie_word_embeddings is true");
   for (size_t i = 0; i < params.layers.size(); ++i) {
     const LayerParams& layer = params.layers[i];
-    const std::string prefix = "model.layers." + std::to_string(i) + ".self_attn.";
-    if (!c.attention_bias) {
-      require_empty(layer.q_bias, prefix + "q_proj.bias", "attention_bias is false");
-      require_empty(layer.k_bias, prefix + "k_proj.bias", "attention_bias is false");
-      require_empty(layer.v_bias, prefix + "v_proj.bias", "attention_bias is false");
-    }
-    if (!has_output_projection_bias(c)) require_empty(layer.o_bias, prefix + "o_proj.bias", "the model has none");
-    if (!c.qk_norm) {
-      require_empty(layer.q_norm, prefix + "q_norm.weight", "qk_norm is false");
-      require_empty(layer.k_norm, prefix + "k_norm.weight", "qk_norm is false");
+    const std::string prefix = "model.layers." + std::to_string(i) + ".";
+    for (const LayerPart& part : kLayerParts) {
+      if (!part.is_linear && !part.norm.present(c)) {
+        require_empty(layer.*part.norm.weight, prefix + part.norm.name + ".weight", "the config has none");
+      }
+      if (part.is_linear && part.linear.bias != nullptr && !has_bias(part.linear, c)) {
+        require_empty(layer.*part.linear.bias, prefix + part.linear.name + ".bias", "the config has none");
+      }
     }
   }
 }

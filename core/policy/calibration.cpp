@@ -4,10 +4,9 @@
 #include <cmath>
 #include <string>
 
-namespace fp8rl::policy {
-namespace {
+#include "core/rollout/sequence_batch.h"
 
-}  // namespace
+namespace fp8rl::policy {
 
 void validate_calibration_options(const CalibrationOptions& options) {
   require(options.percentile > 0.0 && options.percentile <= 100.0,
@@ -84,15 +83,8 @@ AttentionScales measure_attention_scales(Policy& policy, const rollout::TokenSeq
   validate_sequences(sequences, config.vocab_size, config.max_position_embeddings, "calibration sequence");
   Backend& backend = policy.context().backend();
   AttentionStatistics statistics(backend, config);
-  TokenBatch batch;
-  int64_t first_row = 0;
-  for (int64_t i = 0; i < sequences.count; ++i) {
-    for (int64_t p = 0; p < sequences.length(i); ++p) {
-      batch.add(sequences.sequence(i)[p], static_cast<int32_t>(p), first_row, false);
-    }
-    first_row += sequences.length(i);
-  }
-  KvCache cache(backend, policy.compiled(), model::kv_dim(config), first_row);
+  const TokenBatch batch = rollout::sequence_batch(sequences, 0, sequences.count, true, rollout::LogitRows::none);
+  KvCache cache(backend, policy.compiled(), model::kv_dim(config), static_cast<int64_t>(batch.size()));
   policy.runner().run(
       policy.compiled(), policy.attention_scales(), batch, cache, PassLimits{}, [](int64_t, int64_t, const float*) {},
       statistics.observer());

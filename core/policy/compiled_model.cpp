@@ -77,8 +77,8 @@ void refit_linear(Backend& backend, const model::HostTensor& weight, const model
   QuantSpec spec;
   spec.layout = BlockLayout::block_128x128;
   spec.scale_format = scale_format;
-  backend.quantize(masters.view(weight), DType::f32, linear.out_features, linear.in_features, spec,
-                   linear.codes.data(), linear.scales.data());
+  backend.quantize(masters.view(weight), DType::f32, linear.out_features, linear.in_features, spec, linear.codes.data(),
+                   linear.scales.data());
 }
 
 }  // namespace
@@ -116,26 +116,18 @@ CompiledModel::CompiledModel(Backend& backend, const model::ModelParams& params,
     const model::LayerParams& source = params.layers[static_cast<size_t>(i)];
     CompiledLayer layer;
     layer.precision = layer_precision(recipe, i, num_layers);
-    const bool fp8 = layer.precision.fp8_linear;
-    layer.input_norm = allocate_like(backend, source.input_norm);
-    layer.post_attention_norm = allocate_like(backend, source.post_attention_norm);
-    layer.q_norm = allocate_like(backend, source.q_norm);
-    layer.k_norm = allocate_like(backend, source.k_norm);
-    auto linear = [&](const model::HostTensor& weight, const model::HostTensor& bias) {
-      return allocate_linear(backend, weight.rows(), weight.cols(), !bias.empty(), fp8);
-    };
-    const model::HostTensor none;
-    layer.q = linear(source.q_proj, source.q_bias);
-    layer.k = linear(source.k_proj, source.k_bias);
-    layer.v = linear(source.v_proj, source.v_bias);
-    layer.o = linear(source.o_proj, source.o_bias);
-    layer.gate = linear(source.gate_proj, none);
-    layer.up = linear(source.up_proj, none);
-    layer.down = linear(source.down_proj, none);
-    for (const LinearWeights* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down}) {
-      weight_bytes_per_token_ += linear_bytes(*l);
+    for (const model::NormPart& part : model::kNormParts) {
+      DeviceArray<float>& norm = layer.norms[model::index(part.role)];
+      norm = allocate_like(backend, source.*part.weight);
+      weight_bytes_per_token_ += static_cast<int64_t>(norm.size() * 4);
     }
-    weight_bytes_per_token_ += 2 * config.hidden_size * 4;
+    for (const model::LinearPart& part : model::kLinearParts) {
+      const model::HostTensor& weight = source.*part.weight;
+      LinearWeights& linear = layer.linears[model::index(part.role)];
+      linear = allocate_linear(backend, weight.rows(), weight.cols(), model::has_bias(part, config),
+                               part.fp8_eligible && layer.precision.fp8_linear);
+      weight_bytes_per_token_ += linear_bytes(linear);
+    }
     layers_.push_back(std::move(layer));
   }
   refit(params);
@@ -151,17 +143,13 @@ void CompiledModel::refit(const model::ModelParams& params, const DeviceMasters*
   for (size_t i = 0; i < layers_.size(); ++i) {
     const model::LayerParams& source = params.layers[i];
     CompiledLayer& layer = layers_[i];
-    masters.copy(source.input_norm, layer.input_norm);
-    masters.copy(source.post_attention_norm, layer.post_attention_norm);
-    masters.copy(source.q_norm, layer.q_norm);
-    masters.copy(source.k_norm, layer.k_norm);
-    refit_linear(backend, source.q_proj, source.q_bias, scale_format_, masters, layer.q);
-    refit_linear(backend, source.k_proj, source.k_bias, scale_format_, masters, layer.k);
-    refit_linear(backend, source.v_proj, source.v_bias, scale_format_, masters, layer.v);
-    refit_linear(backend, source.o_proj, source.o_bias, scale_format_, masters, layer.o);
-    refit_linear(backend, source.gate_proj, none, scale_format_, masters, layer.gate);
-    refit_linear(backend, source.up_proj, none, scale_format_, masters, layer.up);
-    refit_linear(backend, source.down_proj, none, scale_format_, masters, layer.down);
+    for (const model::NormPart& part : model::kNormParts) {
+      masters.copy(source.*part.weight, layer.norms[model::index(part.role)]);
+    }
+    for (const model::LinearPart& part : model::kLinearParts) {
+      const model::HostTensor& bias = part.bias ? source.*part.bias : none;
+      refit_linear(backend, source.*part.weight, bias, scale_format_, masters, layer.linears[model::index(part.role)]);
+    }
   }
 }
 

@@ -5,9 +5,11 @@
 // after the master weights change (no allocation then), never per call.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
+#include "core/model/layer_parts.h"
 #include "core/model/model_params.h"
 #include "core/policy/device_array.h"
 #include "core/policy/device_masters.h"
@@ -33,14 +35,15 @@ struct LinearWeights {
 LinearWeights compile_linear(Backend& backend, const model::HostTensor& weight, const model::HostTensor& bias, bool fp8,
                              ScaleFormat scale_format);
 
+// One layer's compute copies, one per part of the layer table
+// (core/model/layer_parts.h), with that part's shape.
 struct CompiledLayer {
   LayerPrecision precision;
-  DeviceArray<float> input_norm;           // [hidden]
-  DeviceArray<float> post_attention_norm;  // [hidden]
-  DeviceArray<float> q_norm;               // [head_dim], empty without qk_norm
-  DeviceArray<float> k_norm;               // [head_dim]
-  LinearWeights q, k, v, o;                // q: [q_dim, hidden], k/v: [kv_dim, hidden], o: [hidden, q_dim]
-  LinearWeights gate, up, down;            // gate/up: [inter, hidden], down: [hidden, inter]
+  std::array<LinearWeights, model::kLinearCount> linears;   // by model::Linear: [out, in] as the table says
+  std::array<DeviceArray<float>, model::kNormCount> norms;  // by model::Norm; empty when the config has none
+
+  const LinearWeights& linear(model::Linear role) const { return linears[model::index(role)]; }
+  const DeviceArray<float>& norm(model::Norm role) const { return norms[model::index(role)]; }
 };
 
 class CompiledModel {

@@ -2,9 +2,11 @@
 
 #include <cstring>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "core/model/hf_folder_writer.h"
+#include "core/model/layer_parts.h"
 #include "core/policy/device_array.h"
 #include "kernels/common/bf16_codec.h"
 #include "kernels/common/quant_layout.h"
@@ -14,9 +16,16 @@ namespace {
 
 using model::detail::TensorToWrite;
 
-bool is_projection(const std::string& name) {
-  const std::string suffix = "_proj.weight";
-  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+// The weights that an FP8 recipe runs in E4M3 (the layer table's FP8-eligible
+// linear projections): exported as E4M3 codes with their block scales.
+std::set<const model::HostTensor*> fp8_weights(const model::ModelParams& params) {
+  std::set<const model::HostTensor*> weights;
+  for (const model::LayerParams& layer : params.layers) {
+    for (const model::LinearPart& part : model::kLinearParts) {
+      if (part.fp8_eligible) weights.insert(&(layer.*part.weight));
+    }
+  }
+  return weights;
 }
 
 template <class T>
@@ -87,12 +96,14 @@ void export_fp8_checkpoint(Policy& policy, const std::string& folder, int64_t ma
   Backend& backend = policy.context().backend();
   const ScaleFormat scale_format = policy.recipe().scale_format;
   std::vector<TensorToWrite> tensors;
+  const model::ModelParams& params = policy.params();
+  const std::set<const model::HostTensor*> quantized_weights = fp8_weights(params);
   // Read only: for_each_tensor hands out mutable tensors for loaders.
   model::for_each_tensor(
-      const_cast<model::ModelParams&>(policy.params()),
+      const_cast<model::ModelParams&>(params),
       [&](const std::string& name, const std::vector<int64_t>& shape, model::HostTensor& tensor) {
         const model::HostTensor* source = &tensor;
-        if (!is_projection(name)) {
+        if (quantized_weights.count(source) == 0) {
           tensors.push_back(
               {name, io::DType::bf16, shape, tensor.data.size() * 2, [source] { return bf16_bytes(source->data); }});
           return;

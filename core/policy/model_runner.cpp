@@ -4,10 +4,14 @@
 #include <cmath>
 #include <string>
 
+#include "core/blocks/dense_mlp.h"
 #include "kernels/common/quant_layout.h"
 
 namespace fp8rl::policy {
 namespace {
+
+using model::Linear;
+using model::Norm;
 
 size_t as_size(int64_t value) { return static_cast<size_t>(value); }
 
@@ -29,10 +33,10 @@ ModelRunner::ModelRunner(Backend& backend, const model::ModelConfig& config)
 
 void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
                       KvCache& cache, const PassLimits& limits, const LogitsSink& sink,
-                      const ActivationObserver& observer, ForwardTape* tape) {
+                      const ActivationObserver& observer, PassRecorder* recorder) {
   require(limits.max_tokens > 0 && limits.max_logit_rows > 0, "forward pass limits must be positive");
   check_row_inputs(batch);
-  require(tape == nullptr || static_cast<int64_t>(batch.size()) <= limits.max_tokens,
+  require(recorder == nullptr || static_cast<int64_t>(batch.size()) <= limits.max_tokens,
           "a recorded forward pass must fit one pass: " + std::to_string(batch.size()) + " tokens, limit " +
               std::to_string(limits.max_tokens));
   // Split into passes of at most max_tokens tokens and max_logit_rows wanted logits.
@@ -47,7 +51,7 @@ void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales,
       ++range.end;
     }
     range.logits_before = wanted;
-    pass(model, scales, batch, range, cache, sink, observer, tape);
+    pass(model, scales, batch, range, cache, sink, observer, recorder);
     wanted += rows;
     range.begin = range.end;
   }
@@ -57,7 +61,8 @@ void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
   if (tokens > capacity_tokens_) {
     const int64_t hidden = config_.hidden_size, inter = config_.intermediate_size;
     const int64_t qd = model::q_dim(config_), kvd = model::kv_dim(config_);
-    const int64_t max_in = std::max({hidden, qd, inter});
+    int64_t max_in = 0;  // the widest linear input
+    for (const model::LinearPart& part : model::kLinearParts) max_in = std::max(max_in, part.in_features(config_));
     const size_t n = as_size(tokens);
     residual_ = DeviceArray<float>(backend_, n * as_size(hidden));
     normed_ = DeviceArray<float>(backend_, n * as_size(hidden));
@@ -84,7 +89,7 @@ void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
 
 void ModelRunner::pass(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
                        const Range& range, KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer,
-                       ForwardTape* tape) {
+                       PassRecorder* recorder) {
   const int64_t tokens = static_cast<int64_t>(range.end - range.begin);
   int64_t rows = 0;
   int32_t max_position = 0;
@@ -98,13 +103,13 @@ void ModelRunner::pass(const CompiledModel& model, const AttentionScales& scales
   rope_.ensure(backend_, int64_t{max_position} + 1);
 
   backend_.embedding(model.embedding(), config_.vocab_size, config_.hidden_size, pass_.ids, tokens, residual_.data());
-  if (tape) tape->reserve(tokens);
+  if (recorder) recorder->begin(tokens, pass_);
   const LayerActivations shared = workspace_activations();
   for (size_t layer = 0; layer < model.layers().size(); ++layer) {
-    layer_forward(model, layer, scales, tokens, cache, observer, tape ? tape->layer(layer) : shared);
+    layer_forward(model, layer, scales, tokens, cache, observer, recorder ? recorder->layer(layer) : shared);
   }
-  if (tape) {
-    backend_.copy_within(tape->final_residual(), residual_.data(),
+  if (recorder) {
+    backend_.copy_within(recorder->final_residual(), residual_.data(),
                          static_cast<size_t>(tokens * config_.hidden_size) * sizeof(float));
   }
   if (rows == 0) return;
@@ -157,13 +162,13 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
 
   // Attention block: x += o_proj(attention(rope(q), rope(k), v)) over rms_norm(x).
   if (a.attention_input) backend_.copy_within(a.attention_input, residual_.data(), residual_bytes);
-  backend_.rms_norm(residual_.data(), layer.input_norm.data(), tokens, hidden, eps, a.attention_normed);
-  linear(layer.q, format, a.attention_normed, tokens, a.q_raw);  // [tokens, heads * head_dim]
-  linear(layer.k, format, a.attention_normed, tokens, a.k_raw);  // [tokens, kv_heads * head_dim]
-  linear(layer.v, format, a.attention_normed, tokens, a.v);      // [tokens, kv_heads * head_dim]
-  if (!layer.q_norm.empty()) {
-    backend_.rms_norm(a.q_raw, layer.q_norm.data(), tokens * heads, head_dim, eps, a.q);
-    backend_.rms_norm(a.k_raw, layer.k_norm.data(), tokens * kv_heads, head_dim, eps, a.k);
+  backend_.rms_norm(residual_.data(), layer.norm(Norm::input).data(), tokens, hidden, eps, a.attention_normed);
+  linear(layer.linear(Linear::q), format, a.attention_normed, tokens, a.q_raw);  // [tokens, heads * head_dim]
+  linear(layer.linear(Linear::k), format, a.attention_normed, tokens, a.k_raw);  // [tokens, kv_heads * head_dim]
+  linear(layer.linear(Linear::v), format, a.attention_normed, tokens, a.v);      // [tokens, kv_heads * head_dim]
+  if (!layer.norm(Norm::q).empty()) {
+    backend_.rms_norm(a.q_raw, layer.norm(Norm::q).data(), tokens * heads, head_dim, eps, a.q);
+    backend_.rms_norm(a.k_raw, layer.norm(Norm::k).data(), tokens * kv_heads, head_dim, eps, a.k);
   }
   backend_.rope(a.q, pass_.positions, tokens, heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
   backend_.rope(a.k, pass_.positions, tokens, kv_heads, head_dim, rope_.cos(), rope_.sin(), rope_.positions());
@@ -183,39 +188,40 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
   store.cache = cache.values(index);
   backend_.kv_store(store);
 
-  backend_.attention(attention_args(layer, index, scales, tokens, a.q, cache, a.attention));
-  linear(layer.o, format, a.attention, tokens, projected_.data());
+  backend_.attention(attention_args(config_, layer, index, scales, pass_, tokens, a.q, cache, a.attention));
+  linear(layer.linear(Linear::o), format, a.attention, tokens, projected_.data());
   backend_.add(residual_.data(), projected_.data(), tokens * hidden);
 
   // MLP block: x += down(silu(gate(h)) * up(h)), h = rms_norm(x).
   if (a.mlp_input) backend_.copy_within(a.mlp_input, residual_.data(), residual_bytes);
-  backend_.rms_norm(residual_.data(), layer.post_attention_norm.data(), tokens, hidden, eps, a.mlp_normed);
-  linear(layer.gate, format, a.mlp_normed, tokens, a.gate);
-  linear(layer.up, format, a.mlp_normed, tokens, a.up);
-  backend_.swiglu(a.gate, a.up, tokens * config_.intermediate_size, a.act);
-  linear(layer.down, format, a.act, tokens, projected_.data());
+  backend_.rms_norm(residual_.data(), layer.norm(Norm::post_attention).data(), tokens, hidden, eps, a.mlp_normed);
+  const blocks::LinearForward mlp_linear = [&](const LinearWeights& weights, const float* x, int64_t rows, float* y) {
+    linear(weights, format, x, rows, y);
+  };
+  blocks::dense_mlp_forward(backend_, mlp_linear, layer, config_, tokens, a, projected_.data());
   backend_.add(residual_.data(), projected_.data(), tokens * hidden);
 }
 
-AttentionArgs ModelRunner::attention_args(const CompiledLayer& layer, size_t index, const AttentionScales& scales,
-                                          int64_t tokens, const float* q, const KvCache& cache, float* out) const {
+AttentionArgs attention_args(const model::ModelConfig& config, const CompiledLayer& layer, size_t index,
+                             const AttentionScales& scales, const PassIndices& pass, int64_t tokens, const float* q,
+                             const KvCache& cache, float* out) {
   AttentionArgs attention;
   attention.q = q;
   attention.k_cache = cache.keys(index);
   attention.v_cache = cache.values(index);
-  attention.key_begin = pass_.key_begin;
-  attention.key_count = pass_.key_count;
+  attention.key_begin = pass.key_begin;
+  attention.key_count = pass.key_count;
   attention.tokens = tokens;
-  attention.heads = config_.num_attention_heads;
-  attention.kv_heads = config_.num_key_value_heads;
-  attention.head_dim = config_.head_dim;
-  attention.max_key_count = pass_.max_key_count;
+  attention.heads = config.num_attention_heads;
+  attention.kv_heads = config.num_key_value_heads;
+  attention.head_dim = config.head_dim;
+  attention.max_key_count = pass.max_key_count;
   attention.kv_format = layer.precision.kv_format;
   attention.math = layer.precision.attention;
   attention.q_scale = scales.q[index];
   attention.k_scale = scales.k[index];
   attention.v_scale = scales.v[index];
-  attention.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
+  attention.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config.head_dim)));
   attention.out = out;
   return attention;
 }
@@ -227,54 +233,6 @@ void ModelRunner::head(const CompiledModel& model, int64_t rows, float* logits) 
                     head_in_.data());
   backend_.to_bf16(head_in_.data(), rows * hidden, head_bf16_.data());
   backend_.gemm_bf16(head_bf16_.data(), model.lm_head(), rows, config_.vocab_size, hidden, logits, DType::f32);
-}
-
-ForwardTape::ForwardTape(Backend& backend, const model::ModelConfig& config)
-    : backend_(backend), config_(config), layers_(static_cast<size_t>(config.num_layers)) {}
-
-void ForwardTape::reserve(int64_t tokens) {
-  if (tokens <= capacity_) return;
-  const size_t n = as_size(tokens);
-  const size_t hidden = n * as_size(config_.hidden_size), inter = n * as_size(config_.intermediate_size);
-  const size_t q = n * as_size(model::q_dim(config_)), kv = n * as_size(model::kv_dim(config_));
-  for (LayerStore& layer : layers_) {
-    layer.attention_input = DeviceArray<float>(backend_, hidden);
-    layer.attention_normed = DeviceArray<float>(backend_, hidden);
-    layer.q = DeviceArray<float>(backend_, q);
-    layer.k = DeviceArray<float>(backend_, kv);
-    if (config_.qk_norm) {
-      layer.q_raw = DeviceArray<float>(backend_, q);
-      layer.k_raw = DeviceArray<float>(backend_, kv);
-    }
-    layer.v = DeviceArray<float>(backend_, kv);
-    layer.attention = DeviceArray<float>(backend_, q);
-    layer.mlp_input = DeviceArray<float>(backend_, hidden);
-    layer.mlp_normed = DeviceArray<float>(backend_, hidden);
-    layer.gate = DeviceArray<float>(backend_, inter);
-    layer.up = DeviceArray<float>(backend_, inter);
-    layer.act = DeviceArray<float>(backend_, inter);
-  }
-  final_residual_ = DeviceArray<float>(backend_, hidden);
-  capacity_ = tokens;
-}
-
-LayerActivations ForwardTape::layer(size_t index) {
-  LayerStore& s = layers_[index];
-  LayerActivations a;
-  a.attention_input = s.attention_input.data();
-  a.attention_normed = s.attention_normed.data();
-  a.q = s.q.data();
-  a.k = s.k.data();
-  a.q_raw = config_.qk_norm ? s.q_raw.data() : a.q;
-  a.k_raw = config_.qk_norm ? s.k_raw.data() : a.k;
-  a.v = s.v.data();
-  a.attention = s.attention.data();
-  a.mlp_input = s.mlp_input.data();
-  a.mlp_normed = s.mlp_normed.data();
-  a.gate = s.gate.data();
-  a.up = s.up.data();
-  a.act = s.act.data();
-  return a;
 }
 
 }  // namespace fp8rl::policy

@@ -15,6 +15,7 @@
 #include "core/policy/compiled_model.h"
 #include "core/policy/device_array.h"
 #include "core/policy/kv_cache.h"
+#include "core/policy/pass_recorder.h"
 #include "core/policy/pass_upload.h"
 #include "core/policy/policy.h"
 #include "core/policy/rope_table.h"
@@ -34,47 +35,11 @@ using LogitsSink = std::function<void(int64_t first, int64_t count, const float*
 using ActivationObserver =
     std::function<void(size_t layer, int64_t tokens, const float* q, const float* k, const float* v)>;
 
-// Where one layer's forward pass writes its intermediate results. Inference
-// points every layer at one shared workspace; training points each layer at
-// its own buffers (ForwardTape) so that the backward pass can read them. The
-// arithmetic is the same either way, so training logits equal rollout logits.
-struct LayerActivations {
-  float* attention_input = nullptr;   // [tokens, hidden] copy of the residual entering the layer; null: not kept
-  float* attention_normed = nullptr;  // [tokens, hidden] input_layernorm output
-  float* q_raw = nullptr;             // [tokens, q_dim] q projection before the q norm; == q without qk_norm
-  float* k_raw = nullptr;             // [tokens, kv_dim] k projection before the k norm; == k without qk_norm
-  float* q = nullptr;                 // [tokens, q_dim] post-RoPE queries
-  float* k = nullptr;                 // [tokens, kv_dim] post-RoPE keys
-  float* v = nullptr;                 // [tokens, kv_dim] values
-  float* attention = nullptr;         // [tokens, q_dim] attention output (o_proj input)
-  float* mlp_input = nullptr;         // [tokens, hidden] copy of the residual after attention; null: not kept
-  float* mlp_normed = nullptr;        // [tokens, hidden] post_attention_layernorm output
-  float* gate = nullptr;              // [tokens, intermediate] gate projection (pre-activation)
-  float* up = nullptr;                // [tokens, intermediate] up projection
-  float* act = nullptr;               // [tokens, intermediate] silu(gate) * up (down_proj input); may == gate
-};
-
-// Keeps every layer's activations of one forward pass, and the final
-// residual, for the backward pass (core/train). Buffers grow with reserve().
-class ForwardTape {
- public:
-  ForwardTape(Backend& backend, const model::ModelConfig& config);
-  void reserve(int64_t tokens);
-  int64_t capacity() const { return capacity_; }
-  LayerActivations layer(size_t index);
-  float* final_residual() { return final_residual_.data(); }  // [tokens, hidden] before the final norm
-
- private:
-  struct LayerStore {
-    DeviceArray<float> attention_input, attention_normed, q_raw, k_raw, q, k, v, attention;
-    DeviceArray<float> mlp_input, mlp_normed, gate, up, act;
-  };
-  Backend& backend_;
-  model::ModelConfig config_;
-  int64_t capacity_ = 0;
-  std::vector<LayerStore> layers_;
-  DeviceArray<float> final_residual_;
-};
+// The attention() arguments of layer `index` (its precision and scales) over
+// a pass's tokens with those indices; the backward pass reuses them.
+AttentionArgs attention_args(const model::ModelConfig& config, const CompiledLayer& layer, size_t index,
+                             const AttentionScales& scales, const PassIndices& pass, int64_t tokens, const float* q,
+                             const KvCache& cache, float* out);
 
 struct PassLimits {
   int64_t max_tokens = 2048;     // tokens per forward pass
@@ -92,12 +57,11 @@ class ModelRunner {
   // be valid (callers check them). Each pass makes one upload (pass_upload.h;
   // two more when it reaches positions the RoPE tables lack, see
   // prepare_positions) and no download of its own.
-  // With a tape (training), the batch must fit one pass; the tape then holds
-  // every layer's activations and pass_indices() the pass's indices, both
-  // valid until the next run.
+  // With a recorder (training), the batch must fit one pass, which the
+  // recorder then keeps (pass_recorder.h).
   void run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, KvCache& cache,
            const PassLimits& limits, const LogitsSink& sink, const ActivationObserver& observer = {},
-           ForwardTape* tape = nullptr);
+           PassRecorder* recorder = nullptr);
 
   // Builds the RoPE tables for positions [0, positions) now, so that no
   // later pass below that length uploads them (generation knows its longest
@@ -106,10 +70,6 @@ class ModelRunner {
 
   Backend& backend() const { return backend_; }
   const PassIndices& pass_indices() const { return pass_; }
-  // The attention() arguments layer `index` of `model` used in the last pass
-  // (the backward pass reuses them).
-  AttentionArgs attention_args(const CompiledLayer& layer, size_t index, const AttentionScales& scales, int64_t tokens,
-                               const float* q, const KvCache& cache, float* out) const;
   const RopeTable& rope() const { return rope_; }
 
  private:
@@ -118,7 +78,7 @@ class ModelRunner {
     int64_t logits_before;  // wanted tokens before begin
   };
   void pass(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, const Range& range,
-            KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer, ForwardTape* tape);
+            KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer, PassRecorder* recorder);
   void ensure_workspace(int64_t tokens, int64_t logit_rows);
   LayerActivations workspace_activations();
   void layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t tokens,

@@ -8,49 +8,14 @@
 
 #include "core/policy/model_runner.h"
 #include "core/rollout/rollout.h"
+#include "core/rollout/sequence_batch.h"
 
 namespace fp8rl::rollout {
 namespace {
 
-// Sequences are scored in groups of consecutive sequences holding at most
+// Sequences are scored in groups of consecutive sequences feeding at most
 // this many tokens (or one longer sequence), each group with its own cache.
 constexpr int64_t kGroupTokens = 16384;
-
-// Calls visit(begin, end) for consecutive groups of sequences.
-template <class Visit>
-void for_each_group(const TokenSequences& sequences, Visit&& visit) {
-  int64_t begin = 0;
-  while (begin < sequences.count) {
-    int64_t end = begin + 1;
-    int64_t tokens = sequences.length(begin);
-    while (end < sequences.count && tokens + sequences.length(end) <= kGroupTokens) tokens += sequences.length(end++);
-    visit(begin, end, tokens);
-    begin = end;
-  }
-}
-
-// The tokens of sequences [begin, end) as one batch, each sequence's cache
-// rows after the previous one's. A token wants logits when wanted(i, p); the
-// last token of a sequence is fed only when feed_last (its logits predict
-// nothing inside the sequence). With targets, each wanted token gets token
-// p + 1 as its row target (scoring feeds no last token, so it has one).
-template <class Wanted>
-policy::TokenBatch group_batch(const TokenSequences& sequences, int64_t begin, int64_t end, bool feed_last,
-                               Wanted&& wanted, bool targets = false) {
-  policy::TokenBatch batch;
-  int64_t first_row = 0;
-  for (int64_t i = begin; i < end; ++i) {
-    const int32_t* tokens = sequences.sequence(i);
-    const int64_t fed = sequences.length(i) - (feed_last ? 0 : 1);
-    for (int64_t p = 0; p < fed; ++p) {
-      const bool logits = wanted(i, p);
-      batch.add(tokens[p], static_cast<int32_t>(p), first_row, logits);
-      if (logits && targets) batch.row_targets.push_back(tokens[p + 1]);
-    }
-    first_row += sequences.length(i);
-  }
-  return batch;
-}
 
 }  // namespace
 
@@ -82,16 +47,14 @@ std::vector<float> score_completions(policy::Policy& policy, const TokenSequence
   DeviceArray<float> results;  // [group's completion tokens]
 
   int64_t written = 0;
-  for_each_group(sequences, [&](int64_t begin, int64_t end, int64_t tokens) {
-    // The logits at position p predict token p + 1: completion tokens start at the prompt length.
-    auto wanted = [&](int64_t i, int64_t p) {
-      return p >= prompt_lengths[static_cast<size_t>(i)] - 1 && p + 1 < sequences.length(i);
-    };
-    policy::TokenBatch batch = group_batch(sequences, begin, end, false, wanted, true);
+  for (const SequenceGroup& group : group_sequences(sequences, 0, sequences.count, kGroupTokens, false)) {
+    policy::TokenBatch batch =
+        sequence_batch(sequences, group.begin, group.end, false, LogitRows::completions, prompt_lengths);
     const size_t n = batch.row_targets.size();
     batch.row_params.assign(n, row);
     results.reserve_discarding(backend, n);
-    policy::KvCache cache(backend, policy.compiled(), model::kv_dim(config), tokens);
+    // One-token sequences feed nothing; a cache has at least one row.
+    policy::KvCache cache(backend, policy.compiled(), model::kv_dim(config), std::max<int64_t>(group.tokens, 1));
     policy.runner().run(policy.compiled(), policy.attention_scales(), batch, cache, limits,
                         [&](int64_t first, int64_t count, const float* logits) {
                           const policy::PassIndices& pass = policy.runner().pass_indices();
@@ -100,7 +63,7 @@ std::vector<float> score_completions(policy::Policy& policy, const TokenSequence
                         });
     results.download(logprobs.data() + written, n);
     written += static_cast<int64_t>(n);
-  });
+  }
   return logprobs;
 }
 
@@ -111,16 +74,16 @@ std::vector<float> full_logits(policy::Policy& policy, const TokenSequences& seq
   const int64_t vocab = config.vocab_size;
   std::vector<float> logits(static_cast<size_t>(sequences.total_tokens() * vocab));
   int64_t written_rows = 0;
-  for_each_group(sequences, [&](int64_t begin, int64_t end, int64_t tokens) {
-    const policy::TokenBatch batch = group_batch(sequences, begin, end, true, [](int64_t, int64_t) { return true; });
-    policy::KvCache cache(backend, policy.compiled(), model::kv_dim(config), tokens);
+  for (const SequenceGroup& group : group_sequences(sequences, 0, sequences.count, kGroupTokens, true)) {
+    const policy::TokenBatch batch = sequence_batch(sequences, group.begin, group.end, true, LogitRows::all);
+    policy::KvCache cache(backend, policy.compiled(), model::kv_dim(config), group.tokens);
     policy.runner().run(policy.compiled(), policy.attention_scales(), batch, cache, policy::PassLimits{},
                         [&](int64_t first, int64_t count, const float* rows) {
                           float* out = logits.data() + (written_rows + first) * vocab;
                           backend.download(out, rows, static_cast<size_t>(count * vocab) * sizeof(float));
                         });
-    written_rows += tokens;
-  });
+    written_rows += group.tokens;
+  }
   return logits;
 }
 

@@ -2,21 +2,16 @@
 
 #include <algorithm>
 
+#include "core/blocks/dense_mlp.h"
+#include "core/train/layer_pass.h"
+
 namespace fp8rl::train {
 namespace {
 
-size_t as_size(int64_t value) { return static_cast<size_t>(value); }
+using model::Linear;
+using model::Norm;
 
-// The state one layer's backward works with.
-struct LayerPass {
-  Backend& backend;
-  const model::ModelConfig& config;
-  const policy::CompiledLayer& layer;
-  const TransposedLayer& transposed;
-  ScaleFormat format;
-  int64_t tokens;
-  LayerBackwardScratch& scratch;
-};
+size_t as_size(int64_t value) { return static_cast<size_t>(value); }
 
 void ensure_scratch(Backend& backend, const model::ModelConfig& config, int64_t tokens, LayerBackwardScratch& s) {
   const size_t n = as_size(tokens);
@@ -33,13 +28,82 @@ void ensure_scratch(Backend& backend, const model::ModelConfig& config, int64_t 
                              {&s.dup, inter}}) {
     array->reserve_discarding(backend, size);
   }
-  const int64_t widest = std::max(model::q_dim(config), config.intermediate_size);
-  s.dweight.reserve_discarding(backend, as_size(config.hidden_size * widest));
+  int64_t largest = 0;  // elements of the largest weight
+  for (const model::LinearPart& part : model::kLinearParts) {
+    largest = std::max(largest, part.out_features(config) * part.in_features(config));
+  }
+  s.dweight.reserve_discarding(backend, as_size(largest));
   if (s.zero_ids.size() < n) {
     s.zero_ids.reserve_discarding(backend, n);
     backend.zero_fill(s.zero_ids.data(), n * sizeof(int32_t));
   }
 }
+
+// dresidual: dL/dx_out -> dL/dx_mid.
+void mlp_block_backward(LayerPass& p, const policy::LayerActivations& saved, const LayerGradPointers& grads,
+                        float* dresidual) {
+  LayerBackwardScratch& s = p.scratch;
+  const int64_t hidden = p.config.hidden_size;
+  blocks::dense_mlp_backward(p, saved, grads, dresidual, s.dnormed.data());
+  p.backend.rms_norm_backward(saved.mlp_input, p.layer.norm(Norm::post_attention).data(), s.dnormed.data(), p.tokens,
+                              hidden, static_cast<float>(p.config.rms_norm_eps), s.dnormed.data(),
+                              grads.norm(Norm::post_attention));
+  p.backend.add(dresidual, s.dnormed.data(), p.tokens * hidden);
+}
+
+// dq, dk: dL/d(post-RoPE q, k) -> dL/d(q, k projections), through RoPE and the q/k norms.
+void unrotate(LayerPass& p, const policy::LayerActivations& saved, const LayerGradPointers& grads) {
+  LayerBackwardScratch& s = p.scratch;
+  const model::ModelConfig& c = p.config;
+  const policy::RopeTable& rope = p.rope;
+  const int32_t* positions = p.indices.positions;
+  p.backend.rope_backward(s.dq.data(), positions, p.tokens, c.num_attention_heads, c.head_dim, rope.cos(), rope.sin(),
+                          rope.positions());
+  p.backend.rope_backward(s.dk.data(), positions, p.tokens, c.num_key_value_heads, c.head_dim, rope.cos(), rope.sin(),
+                          rope.positions());
+  if (p.layer.norm(Norm::q).empty()) return;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  p.backend.rms_norm_backward(saved.q_raw, p.layer.norm(Norm::q).data(), s.dq.data(), p.tokens * c.num_attention_heads,
+                              c.head_dim, eps, s.dq.data(), grads.norm(Norm::q));
+  p.backend.rms_norm_backward(saved.k_raw, p.layer.norm(Norm::k).data(), s.dk.data(), p.tokens * c.num_key_value_heads,
+                              c.head_dim, eps, s.dk.data(), grads.norm(Norm::k));
+}
+
+// dresidual: dL/dx_mid -> dL/dx_in.
+void attention_block_backward(LayerPass& p, const policy::CompiledModel& model, size_t index,
+                              const policy::AttentionScales& scales, const policy::KvCache& cache,
+                              const policy::LayerActivations& saved, const LayerGradPointers& grads, float* dresidual) {
+  LayerBackwardScratch& s = p.scratch;
+  const int64_t hidden = p.config.hidden_size, kv_dim = model::kv_dim(p.config);
+  input_grad(p, p.transposed.linear(Linear::o), dresidual, s.dattention.data(), false);  // [tokens, q_dim]
+  weight_grads(p, p.layer.linear(Linear::o), dresidual, saved.attention, grads.linear(Linear::o));
+
+  AttentionBackwardArgs args;
+  args.forward = policy::attention_args(p.config, model.layers()[index], index, scales, p.indices, p.tokens, saved.q,
+                                        cache, nullptr);
+  args.dout = s.dattention.data();
+  args.dq = s.dq.data();
+  args.dk = s.dk.data();
+  args.dv = s.dv.data();
+  args.cache_row_count = p.tokens;
+  p.backend.zero_fill(s.dk.data(), as_size(p.tokens * kv_dim) * sizeof(float));
+  p.backend.zero_fill(s.dv.data(), as_size(p.tokens * kv_dim) * sizeof(float));
+  p.backend.attention_backward(args);
+  unrotate(p, saved, grads);
+
+  weight_grads(p, p.layer.linear(Linear::q), s.dq.data(), saved.attention_normed, grads.linear(Linear::q));
+  weight_grads(p, p.layer.linear(Linear::k), s.dk.data(), saved.attention_normed, grads.linear(Linear::k));
+  weight_grads(p, p.layer.linear(Linear::v), s.dv.data(), saved.attention_normed, grads.linear(Linear::v));
+  input_grad(p, p.transposed.linear(Linear::q), s.dq.data(), s.dnormed.data(), false);  // [tokens, hidden]
+  input_grad(p, p.transposed.linear(Linear::k), s.dk.data(), s.dnormed.data(), true);
+  input_grad(p, p.transposed.linear(Linear::v), s.dv.data(), s.dnormed.data(), true);
+  p.backend.rms_norm_backward(saved.attention_input, p.layer.norm(Norm::input).data(), s.dnormed.data(), p.tokens,
+                              hidden, static_cast<float>(p.config.rms_norm_eps), s.dnormed.data(),
+                              grads.norm(Norm::input));
+  p.backend.add(dresidual, s.dnormed.data(), p.tokens * hidden);
+}
+
+}  // namespace
 
 // For y = x . W^T + b over the pass's tokens: dW += dy^T . x and db += column
 // sums of dy. (A bias is an embedding row every token looks up, so its
@@ -60,86 +124,17 @@ void input_grad(LayerPass& p, const policy::LinearWeights& transposed, const flo
   p.backend.add(dx, partial, p.tokens * transposed.out_features);
 }
 
-// dresidual: dL/dx_out -> dL/dx_mid.
-void mlp_backward(LayerPass& p, const policy::LayerActivations& saved, const LayerGradPointers& grads,
-                  float* dresidual) {
-  LayerBackwardScratch& s = p.scratch;
-  const int64_t hidden = p.config.hidden_size;
-  input_grad(p, p.transposed.down, dresidual, s.dact.data(), false);  // [tokens, inter]
-  weight_grads(p, p.layer.down, dresidual, saved.act, grads.down);
-  p.backend.swiglu_backward(saved.gate, saved.up, s.dact.data(), p.tokens * p.config.intermediate_size, s.dgate.data(),
-                            s.dup.data());
-  weight_grads(p, p.layer.gate, s.dgate.data(), saved.mlp_normed, grads.gate);
-  weight_grads(p, p.layer.up, s.dup.data(), saved.mlp_normed, grads.up);
-  input_grad(p, p.transposed.gate, s.dgate.data(), s.dnormed.data(), false);  // [tokens, hidden]
-  input_grad(p, p.transposed.up, s.dup.data(), s.dnormed.data(), true);
-  p.backend.rms_norm_backward(saved.mlp_input, p.layer.post_attention_norm.data(), s.dnormed.data(), p.tokens, hidden,
-                              static_cast<float>(p.config.rms_norm_eps), s.dnormed.data(), grads.post_attention_norm);
-  p.backend.add(dresidual, s.dnormed.data(), p.tokens * hidden);
-}
-
-// dq, dk: dL/d(post-RoPE q, k) -> dL/d(q, k projections), through RoPE and the q/k norms.
-void unrotate(LayerPass& p, const policy::ModelRunner& runner, const policy::LayerActivations& saved,
-              const LayerGradPointers& grads) {
-  LayerBackwardScratch& s = p.scratch;
-  const model::ModelConfig& c = p.config;
-  const policy::RopeTable& rope = runner.rope();
-  const int32_t* positions = runner.pass_indices().positions;
-  p.backend.rope_backward(s.dq.data(), positions, p.tokens, c.num_attention_heads, c.head_dim, rope.cos(), rope.sin(),
-                          rope.positions());
-  p.backend.rope_backward(s.dk.data(), positions, p.tokens, c.num_key_value_heads, c.head_dim, rope.cos(), rope.sin(),
-                          rope.positions());
-  if (p.layer.q_norm.empty()) return;
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  p.backend.rms_norm_backward(saved.q_raw, p.layer.q_norm.data(), s.dq.data(), p.tokens * c.num_attention_heads,
-                              c.head_dim, eps, s.dq.data(), grads.q_norm);
-  p.backend.rms_norm_backward(saved.k_raw, p.layer.k_norm.data(), s.dk.data(), p.tokens * c.num_key_value_heads,
-                              c.head_dim, eps, s.dk.data(), grads.k_norm);
-}
-
-// dresidual: dL/dx_mid -> dL/dx_in.
-void attention_block_backward(LayerPass& p, policy::ModelRunner& runner, const policy::CompiledModel& model,
-                              size_t index, const policy::AttentionScales& scales, const policy::KvCache& cache,
-                              const policy::LayerActivations& saved, const LayerGradPointers& grads, float* dresidual) {
-  LayerBackwardScratch& s = p.scratch;
-  const int64_t hidden = p.config.hidden_size, kv_dim = model::kv_dim(p.config);
-  input_grad(p, p.transposed.o, dresidual, s.dattention.data(), false);  // [tokens, q_dim]
-  weight_grads(p, p.layer.o, dresidual, saved.attention, grads.o);
-
-  AttentionBackwardArgs args;
-  args.forward = runner.attention_args(model.layers()[index], index, scales, p.tokens, saved.q, cache, nullptr);
-  args.dout = s.dattention.data();
-  args.dq = s.dq.data();
-  args.dk = s.dk.data();
-  args.dv = s.dv.data();
-  args.cache_row_count = p.tokens;
-  p.backend.zero_fill(s.dk.data(), as_size(p.tokens * kv_dim) * sizeof(float));
-  p.backend.zero_fill(s.dv.data(), as_size(p.tokens * kv_dim) * sizeof(float));
-  p.backend.attention_backward(args);
-  unrotate(p, runner, saved, grads);
-
-  weight_grads(p, p.layer.q, s.dq.data(), saved.attention_normed, grads.q);
-  weight_grads(p, p.layer.k, s.dk.data(), saved.attention_normed, grads.k);
-  weight_grads(p, p.layer.v, s.dv.data(), saved.attention_normed, grads.v);
-  input_grad(p, p.transposed.q, s.dq.data(), s.dnormed.data(), false);  // [tokens, hidden]
-  input_grad(p, p.transposed.k, s.dk.data(), s.dnormed.data(), true);
-  input_grad(p, p.transposed.v, s.dv.data(), s.dnormed.data(), true);
-  p.backend.rms_norm_backward(saved.attention_input, p.layer.input_norm.data(), s.dnormed.data(), p.tokens, hidden,
-                              static_cast<float>(p.config.rms_norm_eps), s.dnormed.data(), grads.input_norm);
-  p.backend.add(dresidual, s.dnormed.data(), p.tokens * hidden);
-}
-
-}  // namespace
-
-void layer_backward(policy::ModelRunner& runner, const model::ModelConfig& config, const policy::CompiledModel& model,
+void layer_backward(Backend& backend, const model::ModelConfig& config, const policy::CompiledModel& model,
                     size_t index, const TransposedLayer& transposed, const policy::AttentionScales& scales,
-                    const policy::KvCache& cache, const policy::LayerActivations& saved, int64_t tokens,
+                    const policy::KvCache& cache, const policy::RopeTable& rope, ForwardTape& tape,
                     const LayerGradPointers& grads, float* dresidual, LayerBackwardScratch& scratch) {
-  Backend& backend = runner.backend();
+  const int64_t tokens = tape.tokens();
   ensure_scratch(backend, config, tokens, scratch);
-  LayerPass pass{backend, config, model.layers()[index], transposed, model.scale_format(), tokens, scratch};
-  mlp_backward(pass, saved, grads, dresidual);
-  attention_block_backward(pass, runner, model, index, scales, cache, saved, grads, dresidual);
+  LayerPass pass{backend, config, model.layers()[index], transposed, model.scale_format(), tokens, tape.indices(),
+                 rope,    scratch};
+  const policy::LayerActivations saved = tape.layer(index);
+  mlp_block_backward(pass, saved, grads, dresidual);
+  attention_block_backward(pass, model, index, scales, cache, saved, grads, dresidual);
 }
 
 }  // namespace fp8rl::train

@@ -11,11 +11,14 @@
 // gradients are accumulated (+=) into the layer's gradient buffers.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
+#include "core/model/layer_parts.h"
 #include "core/model/model_config.h"
 #include "core/policy/kv_cache.h"
 #include "core/policy/model_runner.h"
+#include "core/train/forward_tape.h"
 #include "core/train/linear_grads.h"
 #include "core/train/transposed_model.h"
 
@@ -26,12 +29,13 @@ struct LinearGradPointers {
   float* bias = nullptr;    // [out]; null when the layer has none
 };
 
+// One layer's gradients, one per part of the layer table (core/model/layer_parts.h).
 struct LayerGradPointers {
-  float* input_norm = nullptr;           // [hidden]
-  float* post_attention_norm = nullptr;  // [hidden]
-  float* q_norm = nullptr;               // [head_dim]; null without qk_norm
-  float* k_norm = nullptr;               // [head_dim]
-  LinearGradPointers q, k, v, o, gate, up, down;
+  std::array<LinearGradPointers, model::kLinearCount> linears{};  // by model::Linear
+  std::array<float*, model::kNormCount> norms{};                  // by model::Norm [size]; null when absent
+
+  const LinearGradPointers& linear(model::Linear role) const { return linears[model::index(role)]; }
+  float* norm(model::Norm role) const { return norms[model::index(role)]; }
 };
 
 // Scratch of the backward pass, grown as needed, shared by all layers.
@@ -45,11 +49,12 @@ struct LayerBackwardScratch {
   LinearGradScratch linear;
 };
 
-// One layer's backward. The pass's cache rows must be its tokens in order
-// (token t in cache row t), so that dK and dV per cache row are per token.
-void layer_backward(policy::ModelRunner& runner, const model::ModelConfig& config, const policy::CompiledModel& model,
+// One layer's backward over the pass that `tape` recorded, whose cache rows
+// must be its tokens in order (token t in cache row t), so that dK and dV per
+// cache row are per token. rope: the runner's tables (they cover the pass).
+void layer_backward(Backend& backend, const model::ModelConfig& config, const policy::CompiledModel& model,
                     size_t index, const TransposedLayer& transposed, const policy::AttentionScales& scales,
-                    const policy::KvCache& cache, const policy::LayerActivations& saved, int64_t tokens,
+                    const policy::KvCache& cache, const policy::RopeTable& rope, ForwardTape& tape,
                     const LayerGradPointers& grads, float* dresidual, LayerBackwardScratch& scratch);
 
 }  // namespace fp8rl::train

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/rollout/rollout.h"
+#include "core/rollout/sequence_batch.h"
 #include "core/train/grad_clip.h"
 #include "core/train/param_arena.h"
 #include "core/train/training_pass.h"
@@ -270,13 +271,10 @@ Trainer::Accumulated Trainer::accumulate(Prepared& p, const Slice& slice) {
   scope.tokens = static_cast<int64_t>(result.logp.size());
   for (int64_t i = slice.begin; i < slice.end; ++i) scope.sequences += p.offsets[i + 1] > p.offsets[i] ? 1 : 0;
   std::vector<float> grad_logp;
-  int64_t begin = slice.begin;
-  while (begin < slice.end) {
-    // Consecutive sequences within the token bound (at least one).
-    int64_t end = begin + 1, tokens = p.sequences.length(begin) - 1;
-    while (end < slice.end && tokens + p.sequences.length(end) - 1 <= options_.micro_batch_tokens)
-      tokens += p.sequences.length(end++) - 1;
-    result.fed_tokens += tokens;
+  for (const rollout::SequenceGroup& group :
+       rollout::group_sequences(p.sequences, slice.begin, slice.end, options_.micro_batch_tokens, false)) {
+    const int64_t begin = group.begin, end = group.end;
+    result.fed_tokens += group.tokens;
     const int64_t first = p.offsets[static_cast<size_t>(begin)];
     std::vector<float> logp =
         e.pass.forward(p.sequences, p.prompt_lengths, begin, end, options_.temperature, e.statistics.observer());
@@ -298,7 +296,6 @@ Trainer::Accumulated Trainer::accumulate(Prepared& p, const Slice& slice) {
     result.loss.loss += part.loss;
     merge_stats(result.loss.stats, part.stats);
     e.pass.backward(grad_logp.data(), *e.transposed, e.arena, result.entropy.data() + (first - slice_first));
-    begin = end;
   }
   result.seconds = seconds_since(policy_.context().backend(), start);
   return result;

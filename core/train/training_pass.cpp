@@ -1,5 +1,7 @@
 #include "core/train/training_pass.h"
 
+#include "core/rollout/sequence_batch.h"
+
 namespace fp8rl::train {
 
 TrainingPass::TrainingPass(policy::Policy& policy)
@@ -12,22 +14,18 @@ TrainingPass::~TrainingPass() = default;
 std::vector<float> TrainingPass::forward(const rollout::TokenSequences& sequences,
                                          const std::vector<int64_t>& prompt_lengths, int64_t begin, int64_t end,
                                          float temperature, const policy::ActivationObserver& observer) {
-  // Every token but each sequence's last is fed; token t sits in cache row t,
-  // which layer_backward relies on.
-  policy::TokenBatch batch;
+  // Every token but each sequence's last is fed, token t in cache row t
+  // (which layer_backward relies on). The completion rows' logits come from
+  // the tape through the token head, not from the runner's head.
+  policy::TokenBatch batch =
+      rollout::sequence_batch(sequences, begin, end, false, rollout::LogitRows::completions, prompt_lengths);
   rows_ = HeadRows{};
-  for (int64_t i = begin; i < end; ++i) {
-    const int32_t* tokens = sequences.sequence(i);
-    const int64_t length = sequences.length(i), prompt = prompt_lengths[static_cast<size_t>(i)];
-    const int64_t first_row = static_cast<int64_t>(batch.size());
-    for (int64_t p = 0; p + 1 < length; ++p) {
-      if (p + 1 >= prompt) {
-        rows_.rows.push_back(static_cast<int32_t>(batch.size()));
-        rows_.targets.push_back(tokens[p + 1]);
-      }
-      batch.add(tokens[p], static_cast<int32_t>(p), first_row, false);
-    }
+  for (size_t t = 0; t < batch.size(); ++t) {
+    if (batch.wants_logits[t]) rows_.rows.push_back(static_cast<int32_t>(t));
   }
+  rows_.targets = std::move(batch.row_targets);
+  batch.row_targets.clear();
+  batch.wants_logits.assign(batch.size(), 0);
   tokens_ = static_cast<int64_t>(batch.size());
   temperature_ = temperature;
   std::vector<float> logp(rows_.size());
@@ -50,18 +48,12 @@ std::vector<float> TrainingPass::forward(const rollout::TokenSequences& sequence
 
 LayerGradPointers TrainingPass::layer_grads(ParamArena& grads, size_t layer) {
   const model::LayerParams& p = policy_.host_tensors().layers[layer];
+  const model::HostTensor none;
   LayerGradPointers g;
-  g.input_norm = grads.grad(p.input_norm);
-  g.post_attention_norm = grads.grad(p.post_attention_norm);
-  g.q_norm = grads.grad(p.q_norm);
-  g.k_norm = grads.grad(p.k_norm);
-  g.q = {grads.grad(p.q_proj), grads.grad(p.q_bias)};
-  g.k = {grads.grad(p.k_proj), grads.grad(p.k_bias)};
-  g.v = {grads.grad(p.v_proj), grads.grad(p.v_bias)};
-  g.o = {grads.grad(p.o_proj), grads.grad(p.o_bias)};
-  g.gate = {grads.grad(p.gate_proj), nullptr};
-  g.up = {grads.grad(p.up_proj), nullptr};
-  g.down = {grads.grad(p.down_proj), nullptr};
+  for (const model::NormPart& part : model::kNormParts) g.norms[model::index(part.role)] = grads.grad(p.*part.weight);
+  for (const model::LinearPart& part : model::kLinearParts) {
+    g.linears[model::index(part.role)] = {grads.grad(p.*part.weight), grads.grad(part.bias ? p.*part.bias : none)};
+  }
   return g;
 }
 
@@ -82,11 +74,11 @@ void TrainingPass::backward(const float* grad_logp, const TransposedModel& trans
                  dresidual_.data(), head, entropy);
   const policy::CompiledModel& model = policy_.compiled();
   for (size_t layer = model.layers().size(); layer-- > 0;) {
-    layer_backward(policy_.runner(), config, model, layer, transposed.layers()[layer], policy_.attention_scales(),
-                   *cache_, tape_.layer(layer), tokens_, layer_grads(grads, layer), dresidual_.data(), scratch_);
+    layer_backward(backend, config, model, layer, transposed.layers()[layer], policy_.attention_scales(), *cache_,
+                   policy_.runner().rope(), tape_, layer_grads(grads, layer), dresidual_.data(), scratch_);
   }
-  backend.embedding_backward(dresidual_.data(), policy_.runner().pass_indices().ids, tokens_, config.vocab_size,
-                             config.hidden_size, grads.grad(params.embed_tokens));
+  backend.embedding_backward(dresidual_.data(), tape_.indices().ids, tokens_, config.vocab_size, config.hidden_size,
+                             grads.grad(params.embed_tokens));
 }
 
 }  // namespace fp8rl::train

@@ -19,6 +19,7 @@
 #include "core/policy/model_runner.h"
 #include "core/policy/policy.h"
 #include "core/rollout/token_sequences.h"
+#include "core/train/forward_tape.h"
 #include "core/train/layer_backward.h"
 #include "core/train/param_arena.h"
 #include "core/train/token_head.h"
@@ -41,14 +42,15 @@ class TrainingPass {
 
   // Back-propagates grad_logp (one per completion token of the last
   // forward) into grads (accumulated); entropy receives the entropy of each
-  // of those tokens' distributions. Both host arrays.
+  // of those tokens' distributions. Both host arrays. Other passes of the
+  // policy's runner may run in between: the backward reads only its tape.
   void backward(const float* grad_logp, const TransposedModel& transposed, ParamArena& grads, float* entropy);
 
  private:
   LayerGradPointers layer_grads(ParamArena& grads, size_t layer);
 
   policy::Policy& policy_;
-  policy::ForwardTape tape_;
+  ForwardTape tape_;
   TokenHead head_;
   LayerBackwardScratch scratch_;
   std::unique_ptr<policy::KvCache> cache_;

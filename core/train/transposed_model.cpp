@@ -1,22 +1,8 @@
 #include "core/train/transposed_model.h"
 
-#include <array>
-
 #include "kernels/common/quant_layout.h"
 
 namespace fp8rl::train {
-namespace {
-
-// The linear layers of a layer, in one order for both copies.
-std::array<const policy::LinearWeights*, 7> linears(const policy::CompiledLayer& l) {
-  return {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down};
-}
-std::array<policy::LinearWeights*, 7> linears(TransposedLayer& l) {
-  return {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down};
-}
-
-}  // namespace
-
 policy::LinearWeights allocate_transposed(Backend& backend, const policy::LinearWeights& forward) {
   policy::LinearWeights t;
   t.out_features = forward.in_features;
@@ -43,9 +29,8 @@ TransposedModel::TransposedModel(Backend& backend, const policy::CompiledModel& 
     : backend_(backend), vocab_(model.vocab_size()), hidden_(model.hidden_size()) {
   for (const policy::CompiledLayer& forward : model.layers()) {
     TransposedLayer layer;
-    const auto sources = linears(forward);
-    const auto targets = linears(layer);
-    for (size_t i = 0; i < sources.size(); ++i) *targets[i] = allocate_transposed(backend, *sources[i]);
+    for (size_t i = 0; i < model::kLinearCount; ++i)
+      layer.linears[i] = allocate_transposed(backend, forward.linears[i]);
     layers_.push_back(std::move(layer));
   }
   head_.out_features = hidden_;
@@ -56,9 +41,9 @@ TransposedModel::TransposedModel(Backend& backend, const policy::CompiledModel& 
 
 void TransposedModel::refit(const policy::CompiledModel& model) {
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const auto sources = linears(model.layers()[l]);
-    const auto targets = linears(layers_[l]);
-    for (size_t i = 0; i < sources.size(); ++i) transpose_linear(backend_, *sources[i], *targets[i]);
+    const policy::CompiledLayer& forward = model.layers()[l];
+    for (size_t i = 0; i < model::kLinearCount; ++i)
+      transpose_linear(backend_, forward.linears[i], layers_[l].linears[i]);
   }
   backend_.transpose(model.lm_head(), vocab_, hidden_, 2, head_.bf16.data());
 }
@@ -66,8 +51,8 @@ void TransposedModel::refit(const policy::CompiledModel& model) {
 int64_t TransposedModel::bytes() const {
   size_t total = head_.bf16.size() * 2;
   for (const TransposedLayer& layer : layers_) {
-    for (const policy::LinearWeights* l : {&layer.q, &layer.k, &layer.v, &layer.o, &layer.gate, &layer.up, &layer.down})
-      total += l->bf16.size() * 2 + l->codes.size() + l->scales.size() * 4;
+    for (const policy::LinearWeights& l : layer.linears)
+      total += l.bf16.size() * 2 + l.codes.size() + l.scales.size() * 4;
   }
   return static_cast<int64_t>(total);
 }

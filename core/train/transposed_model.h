@@ -8,16 +8,18 @@
 // every recipe change and after every optimizer step.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "core/policy/compiled_model.h"
 
 namespace fp8rl::train {
 
+// W^T [in, out] of each linear projection of a layer.
 struct TransposedLayer {
-  policy::LinearWeights q, k, v, o;  // q: [hidden, q_dim], k/v: [hidden, kv_dim], o: [q_dim, hidden]
-  policy::LinearWeights gate, up;    // [hidden, intermediate]
-  policy::LinearWeights down;        // [intermediate, hidden]
+  std::array<policy::LinearWeights, model::kLinearCount> linears;  // by model::Linear
+
+  const policy::LinearWeights& linear(model::Linear role) const { return linears[model::index(role)]; }
 };
 
 // W^T's arrays for a layer shaped as `forward`, contents undefined.

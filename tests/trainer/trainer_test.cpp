@@ -10,6 +10,9 @@
 #include "core/context.h"
 #include "core/policy/compiled_model.h"
 #include "core/rollout/rollout.h"
+#include "core/train/param_arena.h"
+#include "core/train/training_pass.h"
+#include "core/train/transposed_model.h"
 #include "trainer/trainer_test_support.h"
 
 namespace fp8rl::test {
@@ -230,6 +233,43 @@ TEST_CASE("micro-batching changes the gradient only by rounding") {
     CAPTURE(i);
     CHECK(norm > 0.0);
     CHECK(std::sqrt(diff) <= 1e-5 * std::sqrt(norm));
+  }
+}
+
+TEST_CASE("a scoring pass between a training forward and its backward leaves the gradients bitwise unchanged") {
+  for (const NamedConfig& named : tiny_configs()) {
+    for (const NamedRecipe& recipe : all_recipes()) {
+      CAPTURE(named.name);
+      CAPTURE(recipe.name);
+      Context context(cpu_request(2), Logger());
+      policy::Policy policy(context, tiny_params(named.config), recipe.recipe);
+      policy.set_attention_scales(test_scales(named.config.num_layers));
+      Backend& backend = context.backend();
+      train::ParamArena arena(backend, policy.host_tensors());
+      const train::TransposedModel transposed(backend, policy.compiled());
+      train::TrainingPass pass(policy);
+      const FlatSequences trained = test_prompts({9, 6}, named.config.vocab_size);
+      const std::vector<int64_t> prompt_lengths{4, 2};
+      // Other ids, positions and key ranges than the training pass's, and more tokens.
+      const FlatSequences scored = test_prompts({13, 3, 17}, named.config.vocab_size, 5);
+      const std::vector<int64_t> scored_prompts{2, 1, 6};
+
+      auto gradients = [&](bool score_between) {
+        arena.zero_grads();
+        const std::vector<float> logp = pass.forward(trained.view(), prompt_lengths, 0, 2, 1.0f);
+        if (score_between) rollout::score_completions(policy, scored.view(), scored_prompts, test_sampling());
+        std::vector<float> grad_logp(logp.size()), entropy(logp.size());
+        for (size_t t = 0; t < logp.size(); ++t) grad_logp[t] = 0.25f - 0.1f * static_cast<float>(t % 5);
+        pass.backward(grad_logp.data(), transposed, arena, entropy.data());
+        std::vector<std::vector<float>> grads;
+        arena.download(arena.grads(), grads);
+        return grads;
+      };
+      const std::vector<std::vector<float>> alone = gradients(false);
+      const std::vector<std::vector<float>> with_scoring = gradients(true);
+      REQUIRE(alone.size() == with_scoring.size());
+      for (size_t i = 0; i < alone.size(); ++i) CHECK(same_floats(alone[i], with_scoring[i]));
+    }
   }
 }
 
