@@ -274,9 +274,9 @@ FP8RL_API fp8rl_status fp8rl_trainer_iterate(fp8rl_trainer* trainer, const fp8rl
     fp8rl::require(out_iteration != nullptr, "out_iteration is NULL");
     fp8rl::require(out_minibatches != nullptr || capacity == 0, "out_minibatches is NULL but capacity is not 0");
     const int64_t steps = impl.options().minibatches;
-    fp8rl::require(out_minibatches == nullptr || capacity >= steps,
-                   "capacity is " + std::to_string(capacity) + " but the options take " + std::to_string(steps) +
-                       " mini-batches");
+    fp8rl::require(
+        out_minibatches == nullptr || capacity >= steps,
+        "capacity is " + std::to_string(capacity) + " but the options take " + std::to_string(steps) + " mini-batches");
     // Every struct_size is checked before the iteration changes anything.
     write_struct(out_iteration, fp8rl_train_metrics{}, "out_iteration");
     for (int64_t k = 0; out_minibatches != nullptr && k < steps; ++k) {

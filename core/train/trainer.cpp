@@ -24,67 +24,6 @@ double seconds_since(Backend& backend, Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Token-weighted merge of a micro-batch's loss statistics into the batch's.
-void merge_stats(LossStats& total, const LossStats& part) {
-  const double before = static_cast<double>(total.tokens), added = static_cast<double>(part.tokens);
-  const double all = before + added;
-  if (all > 0.0) {
-    auto mix = [&](double& into, double value) { into = (into * before + value * added) / all; };
-    mix(total.clip_fraction, part.clip_fraction);
-    mix(total.ratio_mean, part.ratio_mean);
-    mix(total.old_kl_k3_mean, part.old_kl_k3_mean);
-    mix(total.is_weight_mean, part.is_weight_mean);
-    mix(total.is_truncated_fraction, part.is_truncated_fraction);
-    mix(total.is_masked_fraction, part.is_masked_fraction);
-    mix(total.is_non_finite_fraction, part.is_non_finite_fraction);
-    mix(total.kl_k1_mean, part.kl_k1_mean);
-    mix(total.kl_k3_mean, part.kl_k3_mean);
-  }
-  if (part.tokens > 0) {
-    total.ratio_min = total.tokens > 0 ? std::min(total.ratio_min, part.ratio_min) : part.ratio_min;
-    total.ratio_max = total.tokens > 0 ? std::max(total.ratio_max, part.ratio_max) : part.ratio_max;
-  }
-  total.tokens += part.tokens;
-  total.sequences += part.sequences;
-  total.is_masked_sequences += part.is_masked_sequences;
-}
-
-// Tokens per second and the recalibration share, from the other fields.
-void finish_timing(StepMetrics& m) {
-  m.tokens_per_second = m.seconds.train > 0.0 ? static_cast<double>(m.trained_tokens) / m.seconds.train : 0.0;
-  const double total = m.seconds.total();
-  m.recalibration_fraction = total > 0.0 ? m.seconds.recalibration / total : 0.0;
-}
-
-// The iteration's metrics from its steps' (StepMetrics documents the rules).
-StepMetrics summarize(const std::vector<StepMetrics>& steps) {
-  if (steps.size() == 1) return steps.front();  // exactly, not a mean of one
-  StepMetrics total;
-  double entropy = 0.0;
-  for (const StepMetrics& m : steps) {
-    if (m.skipped && !total.skipped) total.skip_reason = m.skip_reason;
-    total.skipped += m.skipped;
-    total.clipped += m.clipped;
-    total.loss += m.loss;
-    total.grad_norm += m.grad_norm;
-    merge_stats(total.loss_stats, m.loss_stats);
-    entropy += m.entropy * static_cast<double>(m.completion_tokens);
-    total.sequences += m.sequences;
-    total.completion_tokens += m.completion_tokens;
-    total.trained_tokens += m.trained_tokens;
-    total.seconds.train += m.seconds.train;
-    total.seconds.recalibration += m.seconds.recalibration;
-  }
-  const double n = static_cast<double>(steps.size());
-  total.minibatches = static_cast<int64_t>(steps.size());
-  total.step = steps.back().step;
-  total.learning_rate = steps.back().learning_rate;
-  total.loss /= n;
-  total.grad_norm /= n;
-  total.entropy = total.completion_tokens > 0 ? entropy / static_cast<double>(total.completion_tokens) : 0.0;
-  return total;
-}
-
 }  // namespace
 
 void validate_trainer_options(const TrainerOptions& options) {
@@ -97,8 +36,7 @@ void validate_trainer_options(const TrainerOptions& options) {
       "trainer: max_grad_norm must be finite and >= 0 (0: no clipping), got " + std::to_string(options.max_grad_norm));
   require(std::isfinite(options.temperature) && options.temperature > 0.0f,
           "trainer: temperature must be finite and > 0, got " + std::to_string(options.temperature));
-  require(options.minibatches >= 1,
-          "trainer: minibatches must be >= 1, got " + std::to_string(options.minibatches));
+  require(options.minibatches >= 1, "trainer: minibatches must be >= 1, got " + std::to_string(options.minibatches));
   require(options.micro_batch_tokens >= 1,
           "trainer: micro_batch_tokens must be >= 1, got " + std::to_string(options.micro_batch_tokens));
   require(options.advantages.group_size >= 1,
@@ -192,9 +130,9 @@ Trainer::Prepared Trainer::prepare(const TrainBatch& batch, int64_t minibatches)
     p.prompt_lengths.push_back(prompt);
     p.offsets.push_back(p.offsets.back() + length - prompt);
   }
-  require(minibatches >= 1 && minibatches <= p.count(),
-          "trainer: minibatches is " + std::to_string(minibatches) + " but the batch has " +
-              std::to_string(p.count()) + " sequences (each mini-batch needs at least one)");
+  require(minibatches >= 1 && minibatches <= p.count(), "trainer: minibatches is " + std::to_string(minibatches) +
+                                                            " but the batch has " + std::to_string(p.count()) +
+                                                            " sequences (each mini-batch needs at least one)");
   for (int64_t k = 0; k <= minibatches; ++k) p.bounds.push_back(k * p.count() / minibatches);
   const LossOptions& loss = options_.loss;
   const bool policy_gradient = loss.kind == LossKind::clipped_policy_gradient;
@@ -294,7 +232,7 @@ Trainer::Accumulated Trainer::accumulate(Prepared& p, const Slice& slice) {
     grad_logp.resize(logp.size());
     const LossResult part = evaluate_loss(view, options_.loss, grad_logp.data(), &scope);
     result.loss.loss += part.loss;
-    merge_stats(result.loss.stats, part.stats);
+    merge_loss_stats(result.loss.stats, part.stats);
     e.pass.backward(grad_logp.data(), *e.transposed, e.arena, result.entropy.data() + (first - slice_first));
   }
   result.seconds = seconds_since(policy_.context().backend(), start);
@@ -387,7 +325,7 @@ IterationMetrics Trainer::run_iteration(const TrainBatch& batch, int64_t minibat
     result.minibatches.push_back(std::move(m));
   }
   StepMetrics& total = result.total;
-  total = summarize(result.minibatches);
+  total = summarize_steps(result.minibatches);
   total.seconds.generation = batch.generation_seconds;
   total.seconds.recompute = p.recompute_seconds;
   total.reward_mean = p.reward_mean;

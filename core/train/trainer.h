@@ -48,6 +48,7 @@
 #include "core/train/lr_schedule.h"
 #include "core/train/mismatch_metrics.h"
 #include "core/train/param_arena.h"
+#include "core/train/step_metrics.h"
 #include "core/train/token_losses.h"
 #include "core/train/training_state.h"
 
@@ -91,45 +92,6 @@ struct TrainBatch {
   const float* rewards = nullptr;
   const float* advantages = nullptr;
   double generation_seconds = 0.0;  // the host's generation time, for the time breakdown
-};
-
-struct StepSeconds {
-  double generation = 0.0;     // as the batch reported it
-  double recompute = 0.0;      // logp_old
-  double train = 0.0;          // forward, backward and optimizer
-  double recalibration = 0.0;  // requantization and attention scales
-  double total() const { return generation + recompute + train + recalibration; }
-};
-
-// One optimizer step's metrics, or (IterationMetrics::total) a whole
-// iteration's: then skipped and clipped count the steps, loss and grad_norm
-// are means over the steps, loss statistics and entropy token means over the
-// batch, ratio_min/max extremes, and the times sums.
-struct StepMetrics {
-  int64_t step = 0;         // steps taken, this one included
-  int64_t skipped = 0;      // non-finite gradient: weights, optimizer state and scales untouched
-  std::string skip_reason;  // of the first skipped step
-  int64_t minibatches = 1;  // optimizer steps these metrics cover
-  double loss = 0.0;
-  double grad_norm = 0.0;  // before clipping
-  int64_t clipped = 0;
-  double learning_rate = 0.0;  // of the (last) step
-  LossStats loss_stats;       // clip fraction, ratio, KL to the reference, importance weights
-  double entropy = 0.0;       // mean over completion tokens
-  bool has_mismatch = false;  // logp_gen was given; a batch's property, so only in the iteration's total
-  MismatchMetrics mismatch;
-  double reward_mean = 0.0;  // when rewards were given (iteration total only)
-  int64_t sequences = 0;
-  int64_t completion_tokens = 0;
-  int64_t trained_tokens = 0;      // tokens through the forward and backward passes
-  double tokens_per_second = 0.0;  // trained_tokens / seconds.train
-  StepSeconds seconds;
-  double recalibration_fraction = 0.0;  // seconds.recalibration / seconds.total()
-};
-
-struct IterationMetrics {
-  std::vector<StepMetrics> minibatches;  // one per optimizer step, in order
-  StepMetrics total;
 };
 
 // The loss and gradient of a batch without an update (tests, oracles).

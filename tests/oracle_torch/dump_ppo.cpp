@@ -174,8 +174,9 @@ int main(int argc, char** argv) {
     const std::map<std::string, std::vector<float>> outputs = iteration_outputs(trainer.iterate(train_batch));
 
     std::vector<fp8rl::io::SafetensorsTensorData> tensors;
+    fp8rl::model::ModelParams trained = policy.params();  // downloaded from the trainer's arena
     fp8rl::model::for_each_tensor(
-        policy.mutable_params(),
+        trained,
         [&](const std::string& name, const std::vector<int64_t>& shape, fp8rl::model::HostTensor& t) {
           tensors.push_back({name, fp8rl::io::DType::f32, shape, t.data.data(), t.data.size() * sizeof(float)});
         });
