@@ -26,17 +26,6 @@ train::TrainerOptions options() {
   return o;
 }
 
-FlatSequences pairs(const model::ModelConfig& config) {
-  FlatSequences prompts;
-  const FlatSequences distinct = test_prompts({4, 6}, config.vocab_size);
-  for (int64_t i = 0; i < distinct.view().count; ++i) {
-    const int32_t* p = distinct.view().sequence(i);
-    prompts.add(std::vector<int32_t>(p, p + distinct.view().length(i)));
-    prompts.add(std::vector<int32_t>(p, p + distinct.view().length(i)));
-  }
-  return prompts;
-}
-
 std::vector<float> whole(Backend& backend, const float* buffer, int64_t count) {
   std::vector<float> host(static_cast<size_t>(count));
   backend.download(host.data(), buffer, host.size() * sizeof(float));
@@ -100,7 +89,7 @@ TEST_CASE("the arena holds the policy's masters: zero gaps, the host copy downlo
   });
 
   train::Trainer trainer(policy, options());
-  const RolloutBatch batch = generate_batch(policy, pairs(config), seeds_from(3, 4), test_sampling(6));
+  const RolloutBatch batch = generate_batch(policy, paired_prompts(config, {4, 6}), seeds_from(3, 4), test_sampling(6));
   REQUIRE_FALSE(trainer.step(batch.view()).skipped);
   CHECK_FALSE(same_weights(policy.params(), initial));  // the host copy follows the arena
   const train::TrainingState state = trainer.state();
@@ -111,7 +100,7 @@ TEST_CASE("two trainers of one policy hand the master weights over") {
   const model::ModelConfig config = tiny_llama();
   Context context(cpu_request(2), Logger());
   policy::Policy policy(context, tiny_params(config));
-  const RolloutBatch batch = generate_batch(policy, pairs(config), seeds_from(5, 4), test_sampling(6));
+  const RolloutBatch batch = generate_batch(policy, paired_prompts(config, {4, 6}), seeds_from(5, 4), test_sampling(6));
   train::Trainer a(policy, options());
   REQUIRE_FALSE(a.step(batch.view()).skipped);
   const model::ModelParams after_a = policy.params();
@@ -134,7 +123,8 @@ TEST_CASE("the trainer's arena: gaps stay zero in all four buffers through steps
   policy::Policy policy(context, tiny_params(config));
   train::Trainer trainer(policy, options());
   for (uint64_t seed : {7u, 17u}) {
-    const RolloutBatch batch = generate_batch(policy, pairs(config), seeds_from(seed, 4), test_sampling(6));
+    const RolloutBatch batch =
+        generate_batch(policy, paired_prompts(config, {4, 6}), seeds_from(seed, 4), test_sampling(6));
     REQUIRE_FALSE(trainer.step(batch.view()).skipped);
   }
   train::ParamArena& arena = const_cast<train::ParamArena&>(trainer.arena());
@@ -171,7 +161,8 @@ TEST_CASE("a training step moves no per-parameter data between host and backend"
     Context context(std::move(owned), Logger(), 2);
     policy::Policy policy(context, tiny_params(config), recipe.recipe);
     train::Trainer trainer(policy, options());  // recalibrates after every step
-    const RolloutBatch batch = generate_batch(policy, pairs(config), seeds_from(9, 4), test_sampling(6));
+    const RolloutBatch batch =
+        generate_batch(policy, paired_prompts(config, {4, 6}), seeds_from(9, 4), test_sampling(6));
     REQUIRE_FALSE(trainer.step(batch.view()).skipped);  // warm-up: grow-only workspaces
     counted.reset_counts();
     const train::StepMetrics m = trainer.step(batch.view());

@@ -94,18 +94,6 @@ void record_state(Record& r, const std::string& p, train::Trainer& trainer) {
   r.add(p + "scales.v", bits_hash(s.scales.v));
 }
 
-FlatSequences grouped_prompts(const model::ModelConfig& config) {
-  FlatSequences prompts;
-  const FlatSequences distinct = test_prompts({5, 9, 3, 7}, config.vocab_size);
-  for (int64_t i = 0; i < distinct.view().count; ++i) {
-    const int32_t* p = distinct.view().sequence(i);
-    const std::vector<int32_t> prompt(p, p + distinct.view().length(i));
-    prompts.add(prompt);
-    prompts.add(prompt);
-  }
-  return prompts;
-}
-
 struct Scenario {
   const char* name;
   model::ModelConfig config;
@@ -125,7 +113,7 @@ std::string run_scenario(const Scenario& scenario) {
   options.micro_batch_tokens = 40;
   options.max_grad_norm = scenario.max_grad_norm;
   train::Trainer trainer(policy, options);
-  const FlatSequences prompts = grouped_prompts(scenario.config);
+  const FlatSequences prompts = paired_prompts(scenario.config, {5, 9, 3, 7});
   Record r;
   for (int step = 1; step <= 2; ++step) {
     const std::string p = std::string(scenario.name) + ".step" + std::to_string(step) + ".";

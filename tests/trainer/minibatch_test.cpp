@@ -26,25 +26,13 @@ train::TrainerOptions ppo_options(int64_t minibatches, double lr) {
   return options;
 }
 
-FlatSequences pair_prompts(const model::ModelConfig& config) {
-  FlatSequences prompts;
-  const FlatSequences distinct = test_prompts({5, 9, 3, 7}, config.vocab_size);
-  for (int64_t i = 0; i < distinct.view().count; ++i) {
-    const int32_t* p = distinct.view().sequence(i);
-    const std::vector<int32_t> prompt(p, p + distinct.view().length(i));
-    prompts.add(prompt);
-    prompts.add(prompt);
-  }
-  return prompts;
-}
-
 struct Fixture {
   Context context{cpu_request(2), Logger()};
   policy::Policy policy;
   RolloutBatch batch;
   explicit Fixture(const policy::Recipe& recipe = {})
       : policy(context, tiny_params(tiny_llama()), recipe),
-        batch(generate_batch(policy, pair_prompts(tiny_llama()), seeds_from(9, 8), test_sampling())) {}
+        batch(generate_batch(policy, paired_prompts(tiny_llama(), {5, 9, 3, 7}), seeds_from(9, 8), test_sampling())) {}
 };
 
 }  // namespace

@@ -28,19 +28,6 @@ train::TrainerOptions test_options() {
   return options;
 }
 
-FlatSequences grouped_prompts(const model::ModelConfig& config) {
-  // Groups of two completions of one prompt.
-  FlatSequences prompts;
-  const FlatSequences distinct = test_prompts({5, 9, 3}, config.vocab_size);
-  for (int64_t i = 0; i < distinct.view().count; ++i) {
-    const int32_t* p = distinct.view().sequence(i);
-    const std::vector<int32_t> prompt(p, p + distinct.view().length(i));
-    prompts.add(prompt);
-    prompts.add(prompt);
-  }
-  return prompts;
-}
-
 }  // namespace
 
 TEST_CASE("recomputed log-probs equal the generator's when the recipes are equal") {
@@ -51,7 +38,7 @@ TEST_CASE("recomputed log-probs equal the generator's when the recipes are equal
       Context context(cpu_request(2), Logger());
       policy::Policy policy(context, tiny_params(named.config), recipe.recipe);
       policy.set_attention_scales(test_scales(named.config.num_layers));
-      const FlatSequences prompts = grouped_prompts(named.config);
+      const FlatSequences prompts = paired_prompts(named.config, {5, 9, 3});
       const RolloutBatch batch = generate_batch(policy, prompts, seeds_from(3, 6), test_sampling());
       train::Trainer trainer(policy, test_options());
       const train::BatchGradients gradients = trainer.gradients(batch.view());
@@ -76,7 +63,8 @@ TEST_CASE("FP8 generation scored by BF16 training: the mismatch metrics and weig
   fp8.kv_cache = policy::Precision::fp8;
   policy::Policy generator(context, tiny_params(config), fp8);
   policy::Policy learner(context, tiny_params(config));  // BF16, same weights
-  const RolloutBatch batch = generate_batch(generator, grouped_prompts(config), seeds_from(7, 6), test_sampling());
+  const RolloutBatch batch =
+      generate_batch(generator, paired_prompts(config, {5, 9, 3}), seeds_from(7, 6), test_sampling());
   train::TrainerOptions options = test_options();
   options.loss.importance.high = 1.01;  // low enough that some weights are truncated
   train::Trainer trainer(learner, options);
@@ -110,7 +98,7 @@ TEST_CASE("after a step the weights and scales are recalibrated and the next rol
   Context context(cpu_request(2), Logger());
   policy::Recipe recipe = all_recipes()[4].recipe;  // FP8 linear, KV cache and attention
   policy::Policy policy(context, tiny_params(config), recipe);
-  const FlatSequences prompts = grouped_prompts(config);
+  const FlatSequences prompts = paired_prompts(config, {5, 9, 3});
   const RolloutBatch batch = generate_batch(policy, prompts, seeds_from(1, 6), test_sampling());
   const policy::AttentionScales before = policy.attention_scales();
   train::Trainer trainer(policy, test_options());
@@ -140,7 +128,8 @@ TEST_CASE("a step whose gradient overflows is skipped and changes nothing") {
   Context context(cpu_request(2), Logger());
   policy::Policy policy(context, tiny_params(config));
   // One completion token per sequence, so that each token's loss weight is 1/6.
-  const RolloutBatch batch = generate_batch(policy, grouped_prompts(config), seeds_from(5, 6), test_sampling(1));
+  const RolloutBatch batch =
+      generate_batch(policy, paired_prompts(config, {5, 9, 3}), seeds_from(5, 6), test_sampling(1));
   train::TrainerOptions options = test_options();
   options.loss.importance.mode = train::ImportanceMode::off;
   options.temperature = 0.1f;
@@ -171,7 +160,7 @@ TEST_CASE("a step whose gradient overflows is skipped and changes nothing") {
 TEST_CASE("a restored trainer continues bit for bit") {
   const model::ModelConfig config = tiny_qwen2();
   const policy::Recipe recipe = all_recipes()[3].recipe;  // FP8 linear and KV cache
-  const FlatSequences prompts = grouped_prompts(config);
+  const FlatSequences prompts = paired_prompts(config, {5, 9, 3});
   auto run_steps = [&](train::Trainer& trainer, policy::Policy& policy, int steps) {
     std::vector<train::StepMetrics> metrics;
     for (int s = 0; s < steps; ++s) {
@@ -213,7 +202,8 @@ TEST_CASE("micro-batching changes the gradient only by rounding") {
   const model::ModelConfig config = tiny_llama();
   Context context(cpu_request(2), Logger());
   policy::Policy policy(context, tiny_params(config));
-  const RolloutBatch batch = generate_batch(policy, grouped_prompts(config), seeds_from(2, 6), test_sampling());
+  const RolloutBatch batch =
+      generate_batch(policy, paired_prompts(config, {5, 9, 3}), seeds_from(2, 6), test_sampling());
   train::TrainerOptions small = test_options(), large = test_options();
   small.micro_batch_tokens = 1;  // one sequence per micro-batch
   large.micro_batch_tokens = 4096;
@@ -279,7 +269,7 @@ TEST_CASE("SFT steps lower the cross-entropy of a fixed batch, in BF16 and FP8")
     const model::ModelConfig config = tiny_llama();
     Context context(cpu_request(2), Logger());
     policy::Policy policy(context, tiny_params(config), recipe.recipe);
-    RolloutBatch batch = generate_batch(policy, grouped_prompts(config), seeds_from(8, 6), test_sampling());
+    RolloutBatch batch = generate_batch(policy, paired_prompts(config, {5, 9, 3}), seeds_from(8, 6), test_sampling());
     train::TrainerOptions options = test_options();
     options.loss.kind = train::LossKind::cross_entropy;
     options.schedule.base_lr = 3e-3;
@@ -298,7 +288,8 @@ TEST_CASE("bad batches are refused before anything changes") {
   const model::ModelConfig config = tiny_llama();
   Context context(cpu_request(2), Logger());
   policy::Policy policy(context, tiny_params(config));
-  const RolloutBatch batch = generate_batch(policy, grouped_prompts(config), seeds_from(4, 6), test_sampling());
+  const RolloutBatch batch =
+      generate_batch(policy, paired_prompts(config, {5, 9, 3}), seeds_from(4, 6), test_sampling());
   train::Trainer trainer(policy, test_options());
   const train::TrainingState before = trainer.state();
   auto refused = [&](train::TrainBatch bad, const char* words) {
@@ -342,7 +333,8 @@ TEST_CASE("the KL penalty to a reference policy: metrics follow the estimators' 
   Context context(cpu_request(2), Logger());
   policy::Policy policy(context, tiny_params(config));
   policy::Policy reference(context, tiny_params(config, 77));  // other weights
-  const RolloutBatch batch = generate_batch(policy, grouped_prompts(config), seeds_from(6, 6), test_sampling());
+  const RolloutBatch batch =
+      generate_batch(policy, paired_prompts(config, {5, 9, 3}), seeds_from(6, 6), test_sampling());
   train::TrainerOptions options = test_options();
   options.loss.kl_coefficient = 0.1;
   options.loss.kl_estimator = train::KlEstimator::k3;

@@ -57,6 +57,19 @@ inline RolloutBatch generate_batch(policy::Policy& policy, const FlatSequences& 
   return batch;
 }
 
+// Two consecutive copies of a prompt of each length: GRPO groups of two.
+inline FlatSequences paired_prompts(const model::ModelConfig& config, const std::vector<int64_t>& lengths) {
+  FlatSequences prompts;
+  const FlatSequences distinct = test_prompts(lengths, config.vocab_size);
+  for (int64_t i = 0; i < distinct.view().count; ++i) {
+    const int32_t* p = distinct.view().sequence(i);
+    const std::vector<int32_t> prompt(p, p + distinct.view().length(i));
+    prompts.add(prompt);
+    prompts.add(prompt);
+  }
+  return prompts;
+}
+
 inline std::vector<uint64_t> seeds_from(uint64_t first, size_t n) {
   std::vector<uint64_t> seeds(n);
   for (size_t i = 0; i < n; ++i) seeds[i] = first + i;
