@@ -15,12 +15,10 @@
 // success, 2 for bad arguments, 1 for a library error (message on stderr).
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <string>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/context.h"
@@ -29,22 +27,9 @@
 #include "core/model/model_params.h"
 #include "core/policy/policy.h"
 #include "core/train/trainer.h"
+#include "oracle_torch/dump_support.h"
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw std::runtime_error("cannot open " + path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-std::map<std::string, std::string> parse_flags(int argc, char** argv) {
-  std::map<std::string, std::string> flags;
-  for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
-  return flags;
-}
 
 struct Batch {
   std::vector<int32_t> tokens;
@@ -56,7 +41,7 @@ struct Batch {
 };
 
 Batch read_batch(const std::string& path) {
-  const fp8rl::io::Json json = fp8rl::io::parse_json(read_text(path), path);
+  const fp8rl::io::Json json = fp8rl::io::parse_json(fp8rl::oracle::read_text(path), path);
   Batch batch;
   batch.temperature = static_cast<float>(json.at("temperature").as_double());
   batch.cross_entropy = json.at("loss").as_string() == "cross_entropy";
@@ -74,22 +59,13 @@ Batch read_batch(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> flags = parse_flags(argc, argv);
-  if (argc != 9 || !flags.count("--model") || !flags.count("--recipe") || !flags.count("--batch") ||
-      !flags.count("--out") || (flags["--recipe"] != "bf16" && flags["--recipe"] != "fp8")) {
-    std::fprintf(stderr, "usage: %s --model DIR --recipe bf16|fp8 --batch BATCH.json --out OUT.safetensors\n", argv[0]);
-    return 2;
-  }
+  const std::optional<fp8rl::oracle::DumpArgs> args = fp8rl::oracle::parse_dump_args(argc, argv);
+  if (!args) return 2;
   try {
-    const Batch batch = read_batch(flags["--batch"]);
-    fp8rl::policy::Recipe recipe;
-    if (flags["--recipe"] == "fp8") recipe.linear = fp8rl::policy::Precision::fp8;
-    const char* threads = std::getenv("FP8RL_THREADS");
-    fp8rl::BackendRequest request;
-    request.choice = fp8rl::BackendChoice::cpu;
-    request.num_threads = threads != nullptr ? std::atoi(threads) : 2;
-    fp8rl::Context context(request, fp8rl::Logger());
-    fp8rl::policy::Policy policy(context, fp8rl::model::load_hf_model(flags["--model"]), recipe);
+    const Batch batch = read_batch(args->batch);
+    const std::unique_ptr<fp8rl::Context> context = fp8rl::oracle::cpu_context_from_env();
+    const std::unique_ptr<fp8rl::policy::Policy> loaded = fp8rl::oracle::load_policy(*context, *args);
+    fp8rl::policy::Policy& policy = *loaded;
 
     fp8rl::train::TrainerOptions options;
     options.temperature = batch.temperature;
@@ -104,12 +80,11 @@ int main(int argc, char** argv) {
 
     std::vector<fp8rl::io::SafetensorsTensorData> tensors;
     size_t slot = 0;
-    fp8rl::model::for_each_tensor(
-        policy.host_tensors(),
-        [&](const std::string& name, const std::vector<int64_t>& shape, fp8rl::model::HostTensor&) {
-          const std::vector<float>& grad = result.grads[slot++];
-          tensors.push_back({name, fp8rl::io::DType::f32, shape, grad.data(), grad.size() * sizeof(float)});
-        });
+    fp8rl::model::for_each_tensor(policy.host_tensors(), [&](const std::string& name, const std::vector<int64_t>& shape,
+                                                             fp8rl::model::HostTensor&) {
+      const std::vector<float>& grad = result.grads[slot++];
+      tensors.push_back({name, fp8rl::io::DType::f32, shape, grad.data(), grad.size() * sizeof(float)});
+    });
     const float loss = static_cast<float>(result.loss.loss);
     tensors.push_back({"logp",
                        fp8rl::io::DType::f32,
@@ -117,7 +92,7 @@ int main(int argc, char** argv) {
                        result.logp.data(),
                        result.logp.size() * sizeof(float)});
     tensors.push_back({"loss", fp8rl::io::DType::f32, {1}, &loss, sizeof(float)});
-    fp8rl::io::write_safetensors(flags["--out"], tensors);
+    fp8rl::io::write_safetensors(args->out, tensors);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "dump_grads: %s\n", error.what());
     return 1;

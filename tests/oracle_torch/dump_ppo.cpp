@@ -26,13 +26,11 @@
 // success, 2 for bad arguments, 1 for a library error (message on stderr).
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <map>
-#include <sstream>
-#include <stdexcept>
 #include <string>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/context.h"
@@ -41,24 +39,11 @@
 #include "core/model/model_params.h"
 #include "core/policy/policy.h"
 #include "core/train/trainer.h"
+#include "oracle_torch/dump_support.h"
 
 namespace {
 
 using fp8rl::io::Json;
-
-std::string read_text(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw std::runtime_error("cannot open " + path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-std::map<std::string, std::string> parse_flags(int argc, char** argv) {
-  std::map<std::string, std::string> flags;
-  for (int i = 1; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
-  return flags;
-}
 
 std::vector<float> floats(const Json& array) {
   std::vector<float> values;
@@ -102,7 +87,7 @@ fp8rl::train::TrainerOptions read_options(const Json& o) {
 }
 
 Batch read_batch(const std::string& path) {
-  const Json json = fp8rl::io::parse_json(read_text(path), path);
+  const Json json = fp8rl::io::parse_json(fp8rl::oracle::read_text(path), path);
   Batch batch;
   for (const Json& sequence : json.at("sequences").elements()) {
     for (const Json& id : sequence.elements()) batch.tokens.push_back(static_cast<int32_t>(id.as_int64()));
@@ -148,22 +133,13 @@ std::map<std::string, std::vector<float>> iteration_outputs(const fp8rl::train::
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> flags = parse_flags(argc, argv);
-  if (argc != 9 || !flags.count("--model") || !flags.count("--recipe") || !flags.count("--batch") ||
-      !flags.count("--out") || (flags["--recipe"] != "bf16" && flags["--recipe"] != "fp8")) {
-    std::fprintf(stderr, "usage: %s --model DIR --recipe bf16|fp8 --batch BATCH.json --out OUT.safetensors\n", argv[0]);
-    return 2;
-  }
+  const std::optional<fp8rl::oracle::DumpArgs> args = fp8rl::oracle::parse_dump_args(argc, argv);
+  if (!args) return 2;
   try {
-    const Batch batch = read_batch(flags["--batch"]);
-    fp8rl::policy::Recipe recipe;
-    if (flags["--recipe"] == "fp8") recipe.linear = fp8rl::policy::Precision::fp8;
-    const char* threads = std::getenv("FP8RL_THREADS");
-    fp8rl::BackendRequest request;
-    request.choice = fp8rl::BackendChoice::cpu;
-    request.num_threads = threads != nullptr ? std::atoi(threads) : 2;
-    fp8rl::Context context(request, fp8rl::Logger());
-    fp8rl::policy::Policy policy(context, fp8rl::model::load_hf_model(flags["--model"]), recipe);
+    const Batch batch = read_batch(args->batch);
+    const std::unique_ptr<fp8rl::Context> context = fp8rl::oracle::cpu_context_from_env();
+    const std::unique_ptr<fp8rl::policy::Policy> loaded = fp8rl::oracle::load_policy(*context, *args);
+    fp8rl::policy::Policy& policy = *loaded;
 
     fp8rl::train::Trainer trainer(policy, batch.options);
     fp8rl::train::TrainBatch train_batch;
@@ -176,8 +152,7 @@ int main(int argc, char** argv) {
     std::vector<fp8rl::io::SafetensorsTensorData> tensors;
     fp8rl::model::ModelParams trained = policy.params();  // downloaded from the trainer's arena
     fp8rl::model::for_each_tensor(
-        trained,
-        [&](const std::string& name, const std::vector<int64_t>& shape, fp8rl::model::HostTensor& t) {
+        trained, [&](const std::string& name, const std::vector<int64_t>& shape, fp8rl::model::HostTensor& t) {
           tensors.push_back({name, fp8rl::io::DType::f32, shape, t.data.data(), t.data.size() * sizeof(float)});
         });
     for (const auto& [name, values] : outputs)
@@ -186,7 +161,7 @@ int main(int argc, char** argv) {
                          {static_cast<int64_t>(values.size())},
                          values.data(),
                          values.size() * sizeof(float)});
-    fp8rl::io::write_safetensors(flags["--out"], tensors);
+    fp8rl::io::write_safetensors(args->out, tensors);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "dump_ppo: %s\n", error.what());
     return 1;
