@@ -68,7 +68,6 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -492,14 +491,7 @@ def main():
     if not set(args.recipes) <= {"bf16", "fp8"}:
         parser.error("--recipes: bf16 and/or fp8")
     torch.set_num_threads(1)
-    families = list(tr.FAMILIES) if args.family == "all" else [args.family]
-    all_rows, all_failures = [], []
-    with tempfile.TemporaryDirectory(prefix="fp8rl_oracle_grads_") as workdir:
-        for family in families:
-            rows, failures = run_family(family, args, workdir)
-            all_rows += rows
-            all_failures += failures
-    return tr.report(all_rows, all_failures, print_table)
+    return tr.run_families(args.family, run_family, args, "fp8rl_oracle_grads_", print_table)
 
 
 if __name__ == "__main__":

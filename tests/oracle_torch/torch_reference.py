@@ -584,6 +584,18 @@ def main():
     return report(all_rows, all_failures, print_table)
 
 
+def run_families(family, run_family, args, prefix, print_rows):
+    """Runs run_family(name, args, workdir) for one family or "all", in a temporary folder; returns the exit status."""
+    families = list(FAMILIES) if family == "all" else [family]
+    all_rows, all_failures = [], []
+    with tempfile.TemporaryDirectory(prefix=prefix) as workdir:
+        for name in families:
+            rows, failures = run_family(name, args, workdir)
+            all_rows += rows
+            all_failures += failures
+    return report(all_rows, all_failures, print_rows)
+
+
 def report(rows, failures, print_rows):
     """Prints the table and the failures; returns the exit status."""
     print_rows(rows)
