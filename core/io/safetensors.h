@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/io/mapped_file.h"
+#include "core/io/regular_file.h"
 
 namespace fp8rl::io {
 
@@ -51,14 +51,14 @@ DType dtype_from_name(std::string_view name);
 // negative or the product overflows uint64.
 bool tensor_size_bytes(const std::vector<int64_t>& shape, DType dtype, uint64_t& bytes);
 
-// A view of one tensor inside a reader's mapping (valid while the reader
-// lives). Row-major, dense. data may be unaligned: copy with memcpy.
+// Where one tensor lies in a reader's file. Row-major, dense; its bytes are
+// read with SafetensorsReader::read.
 struct SafetensorsTensor {
   std::string name;
   DType dtype = DType::u8;
   std::vector<int64_t> shape;  // [] for a scalar; entries >= 0
-  const uint8_t* data = nullptr;
-  size_t size_bytes = 0;  // element count * dtype_size(dtype)
+  uint64_t file_offset = 0;    // of its first byte, from the start of the file
+  size_t size_bytes = 0;       // element count * dtype_size(dtype)
 };
 
 struct SafetensorsLimits {
@@ -67,13 +67,15 @@ struct SafetensorsLimits {
   uint64_t max_header_bytes = 100u << 20;
 };
 
-// Maps a .safetensors file read-only and validates the whole header before
-// exposing any tensor: every check failure throws
+// Opens a .safetensors file (a regular file: see RegularFile) and validates
+// the whole header before exposing any tensor; tensor bytes are read with
+// pread, so a file truncated during the load is an io_error, not a crash: every check failure throws
 // fp8rl::Error(Status::corrupt_data, "<path>: <problem>"), OS failures
 // Status::io_error. Tensors must tile the data area exactly (no overlap, no
 // gap, no trailing bytes), as the reference implementation requires, so
-// every byte of the file is accounted for. Not thread-safe to construct;
-// const access is safe from several threads.
+// every byte of the file is accounted for, and no tensor can claim more
+// bytes than the file holds. Not thread-safe to construct; const access
+// (read included) is safe from several threads.
 class SafetensorsReader {
  public:
   explicit SafetensorsReader(const std::string& path, const SafetensorsLimits& limits = {});
@@ -86,9 +88,17 @@ class SafetensorsReader {
   // Throws invalid_argument naming the tensor and the file when absent.
   const SafetensorsTensor& tensor(std::string_view name) const;
   const std::map<std::string, std::string, std::less<>>& metadata() const noexcept { return metadata_; }
+  uint64_t file_size() const noexcept { return file_.size(); }
+
+  // Copies count bytes of tensor, starting at its byte `begin`, into
+  // destination. invalid_argument when the range is outside the tensor;
+  // io_error when the file changed underneath (shorter than when opened).
+  void read(const SafetensorsTensor& tensor, size_t begin, void* destination, size_t count) const;
+  // All of tensor's bytes.
+  std::vector<uint8_t> read(const SafetensorsTensor& tensor) const;
 
  private:
-  MappedFile file_;
+  RegularFile file_;
   std::vector<SafetensorsTensor> tensors_;
   std::map<std::string, size_t, std::less<>> index_;  // name -> position in tensors_
   std::map<std::string, std::string, std::less<>> metadata_;
@@ -106,9 +116,8 @@ struct SafetensorsTensorData {
 
 // Writes tensors sorted by name, contiguous in that order, with the header
 // padded by spaces to a multiple of 8 bytes (so data starts 8-aligned), as the
-// reference implementation does. Atomic: writes "<path>.tmp.<pid>.<n>" in the
-// same folder, fsyncs it, then renames it over path, so readers never see a
-// partial file. Throws invalid_argument for a bad tensor (duplicate or
+// reference implementation does. Atomic (core/io/atomic_file.h): readers
+// never see a partial file, and concurrent writers never share a temporary. Throws invalid_argument for a bad tensor (duplicate or
 // reserved name, size not matching shape and dtype), io_error with the errno
 // text for OS failures (the temporary file is removed).
 void write_safetensors(const std::string& path, std::vector<SafetensorsTensorData> tensors,

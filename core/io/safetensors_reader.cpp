@@ -1,6 +1,6 @@
-// SafetensorsReader: maps the file, then validates the header completely
-// before any tensor becomes visible, so a malformed file fails in the
-// constructor instead of at first use.
+// SafetensorsReader: reads the header with pread and validates it
+// completely before any tensor becomes visible, so a malformed file fails in
+// the constructor instead of at first use.
 #include <algorithm>
 
 #include "core/io/json.h"
@@ -14,7 +14,7 @@ constexpr uint64_t kPrefixBytes = 8;  // the little-endian header length
 
 struct Layout {
   const std::string& path;
-  const uint8_t* data_area;
+  uint64_t data_start;  // file offset of the data area
   uint64_t data_bytes;
 };
 
@@ -28,13 +28,16 @@ uint64_t read_le64(const uint8_t* bytes) {
   return value;
 }
 
-// The header bytes, after checking the length prefix against file and limit.
-std::string_view header_text(const MappedFile& file, const SafetensorsLimits& limits) {
+// The header bytes, after checking the length prefix against file and limit
+// (so a forged length allocates nothing the file does not hold).
+std::string header_text(const RegularFile& file, const SafetensorsLimits& limits) {
   const std::string& path = file.path();
   if (file.size() < kPrefixBytes) {
     corrupt(path, "file is " + std::to_string(file.size()) + " bytes, shorter than the 8-byte header length");
   }
-  const uint64_t length = read_le64(file.data());
+  uint8_t prefix[kPrefixBytes];
+  file.read_at(0, prefix, sizeof prefix);
+  const uint64_t length = read_le64(prefix);
   if (length > limits.max_header_bytes) {
     corrupt(path, "header length " + std::to_string(length) + " exceeds the limit of " +
                       std::to_string(limits.max_header_bytes) + " bytes");
@@ -43,7 +46,9 @@ std::string_view header_text(const MappedFile& file, const SafetensorsLimits& li
     corrupt(path, "header length " + std::to_string(length) + " runs beyond the end of the file (" +
                       std::to_string(file.size()) + " bytes)");
   }
-  return {reinterpret_cast<const char*>(file.data() + kPrefixBytes), static_cast<size_t>(length)};
+  std::string text(static_cast<size_t>(length), '\0');
+  file.read_at(kPrefixBytes, text.data(), text.size());
+  return text;
 }
 
 std::map<std::string, std::string, std::less<>> parse_metadata(const Json& value, const std::string& path) {
@@ -119,7 +124,7 @@ SafetensorsTensor parse_tensor(const std::string& name, const Json& entry, const
     corrupt(path, where + ": data_offsets span " + std::to_string(end - begin) + " bytes but dtype and shape need " +
                       std::to_string(expected));
   }
-  tensor.data = layout.data_area + begin;
+  tensor.file_offset = layout.data_start + begin;
   tensor.size_bytes = static_cast<size_t>(expected);
   begin_out = begin;
   return tensor;
@@ -130,7 +135,7 @@ void check_tiling(const std::vector<SafetensorsTensor>& tensors, const Layout& l
   uint64_t cursor = 0;
   const SafetensorsTensor* previous = nullptr;
   for (const SafetensorsTensor& tensor : tensors) {
-    const auto begin = static_cast<uint64_t>(tensor.data - layout.data_area);
+    const uint64_t begin = tensor.file_offset - layout.data_start;
     if (begin < cursor) {
       corrupt(layout.path, "tensor \"" + tensor.name + "\" overlaps tensor \"" + previous->name + "\"");
     }
@@ -148,12 +153,12 @@ void check_tiling(const std::vector<SafetensorsTensor>& tensors, const Layout& l
 }  // namespace
 
 SafetensorsReader::SafetensorsReader(const std::string& path, const SafetensorsLimits& limits) : file_(path) {
-  const std::string_view header = header_text(file_, limits);
+  const std::string header = header_text(file_, limits);
   const Json root = parse_json(header, path + ": header", JsonLimits{header.size(), 128});
   if (!root.is_object()) corrupt(path, "header is not a JSON object");
 
   const uint64_t data_start = kPrefixBytes + header.size();
-  const Layout layout{file_.path(), file_.data() + data_start, file_.size() - data_start};
+  const Layout layout{file_.path(), data_start, file_.size() - data_start};
   std::vector<std::pair<uint64_t, SafetensorsTensor>> found;
   for (const auto& [name, entry] : root.items()) {
     if (name == "__metadata__") {
@@ -177,6 +182,19 @@ SafetensorsReader::SafetensorsReader(const std::string& path, const SafetensorsL
 const SafetensorsTensor* SafetensorsReader::find(std::string_view name) const {
   const auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+void SafetensorsReader::read(const SafetensorsTensor& tensor, size_t begin, void* destination, size_t count) const {
+  require(begin <= tensor.size_bytes && count <= tensor.size_bytes - begin,
+          path() + ": read of bytes [" + std::to_string(begin) + ", +" + std::to_string(count) + ") is outside tensor \"" +
+              tensor.name + "\" of " + std::to_string(tensor.size_bytes) + " bytes");
+  file_.read_at(tensor.file_offset + begin, destination, count);
+}
+
+std::vector<uint8_t> SafetensorsReader::read(const SafetensorsTensor& tensor) const {
+  std::vector<uint8_t> bytes(tensor.size_bytes);
+  read(tensor, 0, bytes.data(), bytes.size());
+  return bytes;
 }
 
 const SafetensorsTensor& SafetensorsReader::tensor(std::string_view name) const {

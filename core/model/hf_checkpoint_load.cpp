@@ -1,9 +1,10 @@
 // load_hf_model: config.json plus model.safetensors, or
-// model.safetensors.index.json and the shards it names. Each tensor is
-// converted to FP32 straight from the shard's mapping, so peak memory is the
-// FP32 model plus the pages of the mapped files the kernel keeps cached.
+// model.safetensors.index.json and the shards it names. Every file is opened
+// and its header checked before anything the config claims is allocated;
+// each tensor is then read with pread and converted to FP32 in chunks, so
+// peak memory is the FP32 model plus one chunk.
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -12,7 +13,8 @@
 #include <vector>
 
 #include "core/io/json.h"
-#include "core/io/mapped_file.h"
+#include "core/io/folder_lock.h"
+#include "core/io/regular_file.h"
 #include "core/io/safetensors.h"
 #include "core/model/half_codec.h"
 #include "core/model/model_params.h"
@@ -54,12 +56,8 @@ void check_shard_name(const std::string& index_path, const std::string& tensor, 
 WeightMap read_index(const fs::path& folder) {
   WeightMap map;
   map.index_path = (folder / detail::kIndexFile).string();
-  const io::MappedFile file(map.index_path);  // io_error with the errno text
-  if (file.size() > kMaxIndexBytes) {
-    corrupt(map.index_path, "index of " + std::to_string(file.size()) + " bytes exceeds the limit of " +
-                                std::to_string(kMaxIndexBytes));
-  }
-  const std::string_view text(reinterpret_cast<const char*>(file.data()), file.size());
+  // io_error for a missing or non-regular file, corrupt_data above the limit
+  const std::string text = io::read_small_file(map.index_path, kMaxIndexBytes);
   const io::Json json = io::parse_json(text, map.index_path, io::JsonLimits{kMaxIndexBytes, 16});
   if (!json.is_object()) corrupt(map.index_path, "the index is not a JSON object");
   const io::Json* weight_map = json.find("weight_map");
@@ -79,7 +77,9 @@ WeightMap read_index(const fs::path& folder) {
   for (const auto& [tensor, shard] : map.files) first_tensor.emplace(shard, tensor);
   for (const auto& [shard, tensor] : first_tensor) {
     std::error_code error;
-    if (!fs::is_regular_file(folder / shard, error)) {  // follows symlinks (the Hub cache uses them)
+    // Follows symlinks (the Hub cache uses them); a FIFO or folder in its
+    // place exists and is refused when opened.
+    if (!fs::exists(folder / shard, error)) {
       corrupt(map.index_path, "shard '" + shard + "' (holding tensor '" + tensor +
                                   "' among others) does not exist in " + folder.string());
     }
@@ -87,27 +87,46 @@ WeightMap read_index(const fs::path& folder) {
   return map;
 }
 
-// Opens each shard once, on first use.
+// Every file that holds weights, opened (headers validated) up front, so
+// that their tensor count and size can be checked against the config.
 class Shards {
  public:
-  explicit Shards(fs::path folder) : folder_(std::move(folder)) {}
-  const io::SafetensorsReader& get(const std::string& file) {
-    std::unique_ptr<io::SafetensorsReader>& reader = readers_[file];
-    if (!reader) reader = std::make_unique<io::SafetensorsReader>((folder_ / file).string());
-    return *reader;
+  Shards(const fs::path& folder, bool single, const WeightMap& map) {
+    if (single) open(folder, detail::kSingleFile);
+    for (const auto& entry : map.files) {
+      if (readers_.count(entry.second) == 0) open(folder, entry.second);
+    }
+  }
+  const io::SafetensorsReader& get(const std::string& file) const { return *readers_.at(file); }
+  uint64_t tensor_count() const {
+    uint64_t count = 0;
+    for (const auto& entry : readers_) count += entry.second->tensors().size();
+    return count;
+  }
+  uint64_t total_bytes() const {
+    uint64_t bytes = 0;
+    for (const auto& entry : readers_) bytes += entry.second->file_size();
+    return bytes;
   }
 
  private:
-  fs::path folder_;
+  void open(const fs::path& folder, const std::string& file) {
+    readers_.emplace(file, std::make_unique<io::SafetensorsReader>((folder / file).string()));
+  }
   std::map<std::string, std::unique_ptr<io::SafetensorsReader>> readers_;
 };
 
+// Values decoded per pread: enough to amortize the call, small next to any weight.
+constexpr size_t kChunkValues = size_t{1} << 16;
+
 template <typename Decode>
-void convert(const uint8_t* bytes, size_t element_size, std::vector<float>& out, Decode decode) {
-  for (size_t i = 0; i < out.size(); ++i) {
-    uint16_t code;
-    std::memcpy(&code, bytes + i * element_size, sizeof code);  // unaligned-safe; little-endian file and host
-    out[i] = decode(code);
+void convert(const io::SafetensorsReader& reader, const io::SafetensorsTensor& stored, std::vector<float>& out,
+             Decode decode) {
+  std::vector<uint16_t> codes(std::min(kChunkValues, out.size()));  // little-endian file and host
+  for (size_t first = 0; first < out.size(); first += codes.size()) {
+    const size_t count = std::min(codes.size(), out.size() - first);
+    reader.read(stored, first * sizeof(uint16_t), codes.data(), count * sizeof(uint16_t));
+    for (size_t i = 0; i < count; ++i) out[first + i] = decode(codes[i]);
   }
 }
 
@@ -127,11 +146,9 @@ void load_tensor(const io::SafetensorsReader& reader, const std::string& name, c
   out.shape = shape;
   out.data.assign(stored.size_bytes / io::dtype_size(stored.dtype), 0.0f);
   switch (stored.dtype) {
-    case io::DType::f32:
-      if (stored.size_bytes != 0) std::memcpy(out.data.data(), stored.data, stored.size_bytes);
-      break;
-    case io::DType::bf16: convert(stored.data, 2, out.data, [](uint16_t code) { return bf16_decode(code); }); break;
-    default: convert(stored.data, 2, out.data, [](uint16_t code) { return half_decode(code); }); break;
+    case io::DType::f32: reader.read(stored, 0, out.data.data(), stored.size_bytes); break;
+    case io::DType::bf16: convert(reader, stored, out.data, [](uint16_t code) { return bf16_decode(code); }); break;
+    default: convert(reader, stored, out.data, [](uint16_t code) { return half_decode(code); }); break;
   }
   for (size_t i = 0; i < out.data.size(); ++i) {
     if (!std::isfinite(out.data[i])) {
@@ -156,18 +173,21 @@ ModelParams load_hf_model(const std::string& folder_name) {
     fail(Status::io_error, folder_name + ": no config.json (not a Hugging Face model folder)");
   }
 
+  const io::FolderLock lock(folder_name, io::FolderLock::Mode::shared);  // no save mixes in meanwhile
+
   ModelParams params;
   params.config = load_model_config(config_path.string());
-  params.layers.resize(static_cast<size_t>(params.config.num_layers));
-
   // Hugging Face prefers the single file when both are present; so do we.
   const bool single = fs::exists(folder / detail::kSingleFile, error);
   if (!single && !fs::exists(folder / detail::kIndexFile, error)) {
     fail(Status::io_error, folder_name + ": neither " + detail::kSingleFile + " nor " + detail::kIndexFile + " found");
   }
   const WeightMap map = single ? WeightMap{} : read_index(folder);
+  const Shards shards(folder, single, map);
+  // 1 byte per weight at the least (an FP8 export, refused later by dtype, has that).
+  check_files_can_hold(params.config, shards.tensor_count(), shards.total_bytes(), 1, folder_name);
+  params.layers.resize(static_cast<size_t>(params.config.num_layers));
 
-  Shards shards(folder);
   for_each_tensor(params, [&](const std::string& name, const std::vector<int64_t>& shape, HostTensor& tensor) {
     std::string file = detail::kSingleFile;
     if (!single) {

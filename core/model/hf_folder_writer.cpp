@@ -1,15 +1,12 @@
 #include "core/model/hf_folder_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include "core/io/atomic_file.h"
+#include "core/io/folder_lock.h"
 #include "core/model/model_params_detail.h"
 #include "kernels/error.h"
 
@@ -53,39 +50,6 @@ void write_shard(const std::string& path, const std::vector<const TensorToWrite*
   io::write_safetensors(path, std::move(tensors), {{"format", "pt"}});
 }
 
-[[noreturn]] void fail_errno(const std::string& path, const char* step, int error_number) {
-  fail(Status::io_error, path + ": " + step + ": " + std::strerror(error_number));
-}
-
-// Temporary file, fsync, rename: a reader sees the old index or the new one.
-void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) fail_errno(temp, "open", errno);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t written = ::write(fd, text.data() + done, text.size() - done);
-    if (written < 0 && errno == EINTR) continue;
-    if (written < 0) {
-      const int error_number = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      fail_errno(temp, "write", error_number);
-    }
-    done += static_cast<size_t>(written);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int error_number = errno;
-    ::unlink(temp.c_str());
-    fail_errno(temp, "fsync", error_number);
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int error_number = errno;
-    ::unlink(temp.c_str());
-    fail_errno(path, "rename", error_number);
-  }
-}
-
 void write_index(const fs::path& folder, const std::vector<std::vector<const TensorToWrite*>>& shards, uint64_t total) {
   std::map<std::string, std::string> weight_map;  // sorted by tensor name, as transformers writes it
   for (size_t s = 0; s < shards.size(); ++s) {
@@ -97,7 +61,7 @@ void write_index(const fs::path& folder, const std::vector<std::vector<const Ten
       {"metadata", io::Json::object({{"total_size", io::Json::integer(static_cast<int64_t>(total))}})},
       {"weight_map", io::Json::object(std::move(members))},
   });
-  write_text_atomically((folder / kIndexFile).string(), io::write_json(index));
+  io::write_file_atomically((folder / kIndexFile).string(), io::write_json(index));
 }
 
 // Files of an earlier save that a loader would otherwise pick up: the index
@@ -121,6 +85,12 @@ void remove_stale_files(const fs::path& folder, bool sharded, const std::set<std
   }
 }
 
+// The files a save writes: their temporaries, left by a killed save, are
+// removed by the next one.
+bool is_saved_file_name(const std::string& name) {
+  return name == kConfigFile || name == kSingleFile || name == kIndexFile || is_shard_file_name(name);
+}
+
 }  // namespace
 
 void write_hf_folder(const std::string& folder_name, const std::vector<TensorToWrite>& tensors, int64_t max_shard_bytes,
@@ -129,6 +99,8 @@ void write_hf_folder(const std::string& folder_name, const std::vector<TensorToW
   std::error_code error;
   fs::create_directories(folder, error);
   if (error) fail(Status::io_error, folder_name + ": cannot create the folder: " + error.message());
+  const io::FolderLock lock(folder_name, io::FolderLock::Mode::exclusive);
+  io::remove_abandoned_temporaries(folder_name, is_saved_file_name);
 
   uint64_t total = 0;
   for (const TensorToWrite& tensor : tensors) total += tensor.bytes;
@@ -150,7 +122,7 @@ void write_hf_folder(const std::string& folder_name, const std::vector<TensorToW
   remove_stale_files(folder, sharded, written);
   // Last, so that a save interrupted in a fresh folder leaves no loadable
   // half model behind.
-  write_text_atomically((folder / kConfigFile).string(), io::write_json(config));
+  io::write_file_atomically((folder / kConfigFile).string(), io::write_json(config));
 }
 
 }  // namespace fp8rl::model::detail

@@ -25,7 +25,9 @@ struct TensorToWrite {
   std::function<std::vector<uint8_t>()> encode;
 };
 
-// Creates the folder if needed. io_error on OS failures.
+// Creates the folder if needed. Holds the folder's exclusive lock
+// (core/io/folder_lock.h) throughout, and first removes the temporaries that
+// killed saves left. io_error on OS failures.
 void write_hf_folder(const std::string& folder, const std::vector<TensorToWrite>& tensors, int64_t max_shard_bytes,
                      const io::Json& config);
 

@@ -14,56 +14,23 @@
 namespace fp8rl::model {
 namespace {
 
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-
-// A sum of products of non-negative int64 terms that records overflow instead
-// of wrapping, so an absurd config is rejected rather than given a bogus count.
-class Counter {
- public:
-  void plus(int64_t a, int64_t b = 1, int64_t c = 1) {
-    const int64_t product = times(times(a, b), c);
-    if (ok_ && product > kMax - total_) ok_ = false;
-    if (ok_) total_ += product;
-  }
-  void plus(const Counter& other, int64_t repeat) {
-    ok_ = ok_ && other.ok_;
-    plus(other.total_, repeat);
-  }
-  bool ok() const { return ok_; }
-  int64_t total() const { return total_; }
-
- private:
-  int64_t times(int64_t a, int64_t b) {
-    if (a != 0 && b > kMax / a) ok_ = false;
-    return ok_ ? a * b : 0;
-  }
-  int64_t total_ = 0;
-  bool ok_ = true;
-};
-
-// The formula documented at parameter_count(); callers check ok().
-Counter count_parameters(const ModelConfig& c) {
-  Counter dims;  // q_dim and kv_dim may overflow on their own
-  dims.plus(c.num_attention_heads, c.head_dim);
-  dims.plus(c.num_key_value_heads, c.head_dim);
-  if (!dims.ok()) return dims;
-
-  Counter layer;  // the table's sizes are config fields, q_dim or kv_dim: bounded now
+// The formula documented at parameter_count(). Within ModelConfigLimits
+// every product and the sum stay below 2^51, far from overflowing int64.
+int64_t count_parameters(const ModelConfig& c) {
+  int64_t layer = 0;
   for (const LayerPart& part : kLayerParts) {
     if (!part.is_linear) {
-      if (part.norm.present(c)) layer.plus(part.norm.size(c));
+      if (part.norm.present(c)) layer += part.norm.size(c);
       continue;
     }
     const int64_t out = part.linear.out_features(c);
-    layer.plus(out, part.linear.in_features(c));
-    if (has_bias(part.linear, c)) layer.plus(out);
+    layer += out * part.linear.in_features(c);
+    if (has_bias(part.linear, c)) layer += out;
   }
-
-  Counter total;
-  total.plus(c.vocab_size, c.hidden_size);  // embed_tokens
-  total.plus(layer, c.num_layers);
-  total.plus(c.hidden_size);                                            // final norm
-  if (!c.tie_word_embeddings) total.plus(c.vocab_size, c.hidden_size);  // lm_head
+  int64_t total = c.vocab_size * c.hidden_size;  // embed_tokens
+  total += layer * c.num_layers;
+  total += c.hidden_size;                                            // final norm
+  if (!c.tie_word_embeddings) total += c.vocab_size * c.hidden_size;  // lm_head
   return total;
 }
 
@@ -96,6 +63,25 @@ void check_sizes(const ModelConfig& c, Status status, const std::string& where) 
   check_positive(c.max_position_embeddings, "max_position_embeddings", status, where);
 }
 
+void check_limit(int64_t value, int64_t limit, const char* field, Status status, const std::string& where) {
+  if (value > limit) {
+    fail(status, where + ": " + field + " is " + std::to_string(value) + ", above this library's limit of " +
+                     std::to_string(limit));
+  }
+}
+
+void check_limits(const ModelConfig& c, Status status, const std::string& where) {
+  using L = ModelConfigLimits;
+  check_limit(c.vocab_size, L::max_vocab_size, "vocab_size", status, where);
+  check_limit(c.hidden_size, L::max_hidden_size, "hidden_size", status, where);
+  check_limit(c.num_layers, L::max_layers, "num_hidden_layers", status, where);
+  check_limit(c.num_attention_heads, L::max_heads, "num_attention_heads", status, where);
+  check_limit(c.num_key_value_heads, L::max_heads, "num_key_value_heads", status, where);
+  check_limit(c.head_dim, L::max_head_dim, "head_dim", status, where);
+  check_limit(c.intermediate_size, L::max_intermediate_size, "intermediate_size", status, where);
+  check_limit(c.max_position_embeddings, L::max_position_embeddings, "max_position_embeddings", status, where);
+}
+
 void check_heads(const ModelConfig& c, Status status, const std::string& where) {
   if (c.num_attention_heads % c.num_key_value_heads != 0) {
     fail(status, where + ": num_attention_heads (" + std::to_string(c.num_attention_heads) +
@@ -108,6 +94,8 @@ void check_heads(const ModelConfig& c, Status status, const std::string& where) 
                      std::to_string(c.num_attention_heads) + ") * head_dim (" + std::to_string(c.head_dim) +
                      ") and head_dim is not given explicitly");
   }
+  // RoPE rotates pairs of dimensions within a head.
+  if (c.head_dim % 2 != 0) fail(status, where + ": head_dim must be even, got " + std::to_string(c.head_dim));
 }
 
 void check_rope(const ModelConfig& c, Status status, const std::string& where) {
@@ -177,8 +165,8 @@ bool has_output_projection_bias(const ModelConfig& config) {
 }
 
 int64_t parameter_count(const ModelConfig& config) {
-  validate(config);  // also guarantees the count below does not overflow
-  return count_parameters(config).total();
+  validate(config);  // also bounds the sizes, so the count cannot overflow
+  return count_parameters(config);
 }
 
 void validate(const ModelConfig& config) {
@@ -191,9 +179,7 @@ void check_model_config(const ModelConfig& config, Status status, const std::str
   check_family(config, status, where);
   check_sizes(config, status, where);
   // Before any rule that multiplies sizes, so those products cannot overflow.
-  if (!count_parameters(config).ok()) {
-    fail(status, where + ": sizes are absurd: the parameter count overflows int64");
-  }
+  check_limits(config, status, where);
   check_heads(config, status, where);
   check_positive(config.rms_norm_eps, "rms_norm_eps", status, where);
   check_rope(config, status, where);

@@ -75,6 +75,22 @@ struct ModelConfig {
   std::string torch_dtype;             // stored weights' dtype, informational
 };
 
+// Plain upper limits on a config's sizes, checked by validate() and when a
+// config is read: above every published model (Llama-3.1-405B: 126 layers,
+// hidden 16384, intermediate 53248, 128 heads; Gemma 3: vocabulary 262144),
+// so that a forged config.json cannot make a loader allocate or loop without
+// bound, and so that every size product fits int64 with room to spare (the
+// parameter count stays below 2^51).
+struct ModelConfigLimits {
+  static constexpr int64_t max_layers = 1024;
+  static constexpr int64_t max_vocab_size = int64_t{1} << 24;
+  static constexpr int64_t max_hidden_size = int64_t{1} << 16;
+  static constexpr int64_t max_intermediate_size = int64_t{1} << 20;
+  static constexpr int64_t max_heads = 1024;  // query heads and key/value heads each
+  static constexpr int64_t max_head_dim = 1024;
+  static constexpr int64_t max_position_embeddings = int64_t{1} << 24;
+};
+
 // The supported families and their Hugging Face names.
 const char* model_type_name(ModelFamily family);    // "llama", "qwen2", "qwen3"
 const char* architecture_name(ModelFamily family);  // "LlamaForCausalLM", ...
@@ -88,14 +104,14 @@ bool has_output_projection_bias(const ModelConfig& config);
 // bias and norm of the layer table (core/model/layer_parts.h) that the config
 // calls for, then the final RMSNorm (hidden) and, unless tied, the lm_head
 // (vocab * hidden).
-// Validates first, so it throws invalid_argument for an invalid config,
-// including one whose count overflows int64.
+// Validates first, so it throws invalid_argument for an invalid config.
 int64_t parameter_count(const ModelConfig& config);
 
 // Throws invalid_argument naming the field for a config that cannot describe
 // a model: non-positive sizes, heads % kv_heads != 0, hidden_size !=
-// heads * head_dim when head_dim is implied, eps or theta <= 0 or non-finite,
-// bad rope scaling, sizes whose parameter count overflows int64; unsupported
+// heads * head_dim when head_dim is implied, an odd head_dim (RoPE rotates
+// pairs), a size above ModelConfigLimits, eps or theta <= 0 or non-finite,
+// bad rope scaling; unsupported
 // for a family value outside the enum. Sizes need not be multiples of 128.
 void validate(const ModelConfig& config);
 

@@ -1,17 +1,13 @@
 // ModelConfig <-> Hugging Face config.json. Reading is strict about the keys
 // it uses (type, range, presence) and ignores the rest, since every release
 // of transformers adds keys that do not change the architecture.
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/io/atomic_file.h"
 #include "core/io/json.h"
-#include "core/io/mapped_file.h"
+#include "core/io/regular_file.h"
 #include "core/model/model_config.h"
 #include "core/model/model_config_check.h"
 #include "kernels/error.h"
@@ -196,22 +192,6 @@ Json rope_scaling_to_json(const RopeScaling& scaling) {
   });
 }
 
-[[noreturn]] void fail_errno(const std::string& path, const char* step, int error_number) {
-  fail(Status::io_error, path + ": " + step + ": " + std::strerror(error_number));
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) fail_errno(path, "open", errno);
-  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const int write_error = errno;
-  if (std::fclose(file) != 0 || !written) {
-    const int error_number = written ? errno : write_error;
-    std::remove(path.c_str());
-    fail_errno(path, "write", error_number);
-  }
-}
-
 }  // namespace
 
 ModelConfig parse_model_config(const Json& json, const std::string& source) {
@@ -231,8 +211,8 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
 }
 
 ModelConfig load_model_config(const std::string& path) {
-  const io::MappedFile file(path);  // io_error with the path and errno text
-  const std::string_view text(reinterpret_cast<const char*>(file.data()), file.size());
+  // io_error for a missing or non-regular file, corrupt_data above the limit
+  const std::string text = io::read_small_file(path, kMaxConfigBytes);
   return parse_model_config(io::parse_json(text, path, io::JsonLimits{kMaxConfigBytes, 32}), path);
 }
 
@@ -264,15 +244,7 @@ Json model_config_to_json(const ModelConfig& config) {
 }
 
 void save_model_config(const std::string& path, const ModelConfig& config) {
-  const std::string text = io::write_json(model_config_to_json(config));
-  // Unique per process, so two processes saving the same path do not mix bytes.
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  write_file(temp, text);
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const int error_number = errno;
-    std::remove(temp.c_str());
-    fail_errno(path, "rename", error_number);
-  }
+  io::write_file_atomically(path, io::write_json(model_config_to_json(config)));
 }
 
 }  // namespace fp8rl::model

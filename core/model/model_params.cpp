@@ -68,6 +68,35 @@ void for_each_tensor(ModelParams& params, const TensorVisitor& visit) {
   if (!c.tie_word_embeddings) visit("lm_head.weight", {c.vocab_size, hidden}, params.lm_head);
 }
 
+int64_t tensor_count(const ModelConfig& c) {
+  int64_t per_layer = 0;
+  for (const LayerPart& part : kLayerParts) {
+    if (!part.is_linear) {
+      per_layer += part.norm.present(c) ? 1 : 0;
+    } else {
+      per_layer += has_bias(part.linear, c) ? 2 : 1;
+    }
+  }
+  return 1 + c.num_layers * per_layer + 1 + (c.tie_word_embeddings ? 0 : 1);  // embeddings, layers, norm, head
+}
+
+void check_files_can_hold(const ModelConfig& config, uint64_t tensors, uint64_t bytes, uint64_t min_bytes_per_value,
+                          const std::string& where) {
+  const auto needed_tensors = static_cast<uint64_t>(tensor_count(config));
+  if (tensors < needed_tensors) {
+    fail(Status::corrupt_data, where + ": the config calls for " + std::to_string(needed_tensors) +
+                                   " tensors (num_hidden_layers " + std::to_string(config.num_layers) +
+                                   "), the files hold " + std::to_string(tensors));
+  }
+  // parameter_count < 2^51 (ModelConfigLimits), so the product fits.
+  const uint64_t needed_bytes = static_cast<uint64_t>(parameter_count(config)) * min_bytes_per_value;
+  if (bytes < needed_bytes) {
+    fail(Status::corrupt_data, where + ": the config calls for " + std::to_string(parameter_count(config)) +
+                                   " weights, at least " + std::to_string(needed_bytes) + " bytes, the files hold " +
+                                   std::to_string(bytes));
+  }
+}
+
 namespace {
 
 // The tensors a config does not call for must be empty, so that a caller who

@@ -62,6 +62,17 @@ using TensorVisitor =
     std::function<void(const std::string& name, const std::vector<int64_t>& shape, HostTensor& tensor)>;
 void for_each_tensor(ModelParams& params, const TensorVisitor& visit);
 
+// How many tensors for_each_tensor visits for a validated config.
+int64_t tensor_count(const ModelConfig& config);
+
+// What a loader checks before it allocates what a config claims: that the
+// files hold at least tensor_count(config) tensors and min_bytes_per_value
+// bytes for each of parameter_count(config) values. corrupt_data naming
+// `where` otherwise, so a small forged file cannot make a load allocate
+// gigabytes or loop for minutes.
+void check_files_can_hold(const ModelConfig& config, uint64_t tensors, uint64_t bytes, uint64_t min_bytes_per_value,
+                          const std::string& where);
+
 // Throws invalid_argument naming the tensor when a tensor's shape or size
 // does not match the config, or non_finite when it holds NaN or infinity.
 void check_model_params(const ModelParams& params);

@@ -130,6 +130,8 @@ Trainer::Prepared Trainer::prepare(const TrainBatch& batch, int64_t minibatches)
     p.prompt_lengths.push_back(prompt);
     p.offsets.push_back(p.offsets.back() + length - prompt);
   }
+  require(p.completion_tokens() >= 1, "train batch: no sequence has a completion token (prompt_lengths[i] equals "
+                                      "the length of every sequence i), so there is nothing to train on");
   require(minibatches >= 1 && minibatches <= p.count(), "trainer: minibatches is " + std::to_string(minibatches) +
                                                             " but the batch has " + std::to_string(p.count()) +
                                                             " sequences (each mini-batch needs at least one)");

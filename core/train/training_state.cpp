@@ -9,7 +9,7 @@
 
 #include <array>
 #include <cmath>
-#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <set>
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/finite_scan.h"
+#include "core/io/atomic_file.h"
 #include "core/io/json.h"
 #include "core/io/safetensors.h"
 #include "core/model/model_params_detail.h"
@@ -273,6 +274,11 @@ class StateFile {
 
   bool has(const std::string& name) const { return reader_.find(name) != nullptr; }
 
+  // Before the weights the config claims are allocated: F32, 4 bytes each.
+  void check_can_hold(const model::ModelConfig& config) const {
+    model::check_files_can_hold(config, reader_.tensors().size(), reader_.file_size(), sizeof(float), path());
+  }
+
   // Copies a stored F32 tensor of exactly `shape` into out, rejecting NaN and infinity.
   void read_f32(const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& out) {
     const io::SafetensorsTensor* stored = reader_.find(name);
@@ -284,7 +290,7 @@ class StateFile {
       corrupt("tensor '" + name + "' has shape " + shape_string(stored->shape) + ", expected " + shape_string(shape));
     }
     out.resize(stored->size_bytes / sizeof(float));
-    if (stored->size_bytes != 0) std::memcpy(out.data(), stored->data, stored->size_bytes);  // may be unaligned
+    reader_.read(*stored, 0, out.data(), stored->size_bytes);
     const int64_t bad = first_non_finite(out);
     if (bad >= 0) {
       fail(Status::non_finite, path() + ": tensor '" + name + "' element " + std::to_string(bad) + " is " +
@@ -397,6 +403,10 @@ void save_training_state(const std::string& path, const TrainingState& state) {
   for (const auto& [name, values] : named_scales(state.scales)) {
     stored.push_back(f32_tensor(name, {num_layers}, *values));
   }
+  const std::filesystem::path target(path);
+  const std::string name = target.filename().string();
+  io::remove_abandoned_temporaries(target.has_parent_path() ? target.parent_path().string() : ".",
+                                   [&](const std::string& candidate) { return candidate == name; });
   io::write_safetensors(path, std::move(stored), state_metadata(state));
 }
 
@@ -407,6 +417,7 @@ TrainingState load_training_state(const std::string& path) {
   state.params.config = read_config(file);
   state.recipe = parse_recipe(file.metadata("recipe"), file.path() + ": metadata \"recipe\"");
   read_counters(file, state);
+  file.check_can_hold(state.params.config);
   read_weights(file, state.params);
   read_moments(file, named_tensors(state.params), state);
   read_scales(file, state.params.config.num_layers, state.scales);

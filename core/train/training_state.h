@@ -14,7 +14,8 @@
 //   "bf16_first_layers", "bf16_last_layers": integers} as JSON text,
 //   "steps", "optimizer_steps", "rng_seed", "rng_counter": decimal digits.
 // Moments are absent before the first step. write_safetensors makes the save
-// atomic: a crash mid-save leaves the previous file intact.
+// atomic: a crash mid-save leaves the previous file intact, and its
+// temporary is removed by the next save to the same path.
 //
 // Usage:
 //   save_training_state("run/state.safetensors", trainer.state());
@@ -59,7 +60,9 @@ void save_training_state(const std::string& path, const TrainingState& state);
 // (missing tensor or metadata key, wrong dtype or shape, unknown format
 // version, malformed config or recipe, a counter that is not plain decimal
 // digits within its type's range, wrong number of scales, some but not all
-// optimizer moments, a tensor the state has no place for); unsupported for a
+// optimizer moments, a tensor the state has no place for, a config that
+// calls for more tensors or bytes than the file holds, checked before
+// anything is allocated); unsupported for a
 // config naming a model this library does not implement; non_finite for
 // NaN/Inf weights, moments or scales, and invalid_argument for scales that
 // are not > 0. Metadata keys other than the documented ones are ignored.

@@ -68,7 +68,7 @@ TEST_CASE("model configs: NULL, struct_size, enum values and sizes are checked")
        }},
       {"qk_norm", [](fp8rl_model_config& c) { c.family = FP8RL_MODEL_FAMILY_QWEN3; }},
       {"attention_bias", [](fp8rl_model_config& c) { c.family = FP8RL_MODEL_FAMILY_QWEN2; }},
-      {"overflow",
+      {"vocab_size is 1099511627776, above this library's limit",
        [](fp8rl_model_config& c) {
          c.vocab_size = int64_t{1} << 40;
          c.hidden_size = int64_t{1} << 40;

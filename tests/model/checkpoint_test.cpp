@@ -86,7 +86,7 @@ ModelConfig tiny_config(ModelFamily family) {
   c.attention_bias = family == ModelFamily::qwen2;
   c.qk_norm = family == ModelFamily::qwen3;
   if (family == ModelFamily::qwen3) {
-    c.head_dim = 5;  // q_dim 15 != hidden 12
+    c.head_dim = 6;  // q_dim 18 != hidden 12
     c.head_dim_explicit = true;
   }
   c.tie_word_embeddings = family != ModelFamily::llama;

@@ -52,7 +52,7 @@ MODELS = {
     "llama_bias": dict(model_type="llama", vocab_size=19, hidden_size=12, num_hidden_layers=1,
                        num_attention_heads=2, num_key_value_heads=2, intermediate_size=20,
                        tie_word_embeddings=False, attention_bias=True),
-    "qwen2": dict(model_type="qwen2", vocab_size=41, hidden_size=20, num_hidden_layers=2,
+    "qwen2": dict(model_type="qwen2", vocab_size=41, hidden_size=24, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, intermediate_size=36,
                   tie_word_embeddings=True),
     "qwen3": dict(model_type="qwen3", vocab_size=29, hidden_size=16, num_hidden_layers=2,

@@ -165,23 +165,47 @@ TEST_CASE("model config: validate rejects a family mismatch and token ids outsid
   check_invalid(c, Status::invalid_argument, "bos_token_id -1 is outside the vocabulary");
 }
 
-TEST_CASE("model config: absurd sizes overflow the parameter count") {
+TEST_CASE("model config: sizes above the documented limits are refused, naming field and limit") {
   ModelConfig c = smol();
   c.vocab_size = int64_t{1} << 40;
-  c.hidden_size = int64_t{1} << 30;  // vocab * hidden = 2^70
+  c.hidden_size = int64_t{1} << 30;  // vocab * hidden = 2^70 would overflow
   c.head_dim_explicit = true;
-  check_invalid(c, Status::invalid_argument, "parameter count overflows int64");
+  check_invalid(c, Status::invalid_argument, "vocab_size is 1099511627776, above this library's limit of 16777216");
   const Failure f = failure_of([&] { fp8rl::model::parameter_count(c); });
   CHECK(f.status == Status::invalid_argument);
 
   c = smol();
   c.num_layers = std::numeric_limits<int64_t>::max();
-  check_invalid(c, Status::invalid_argument, "parameter count overflows int64");
+  check_invalid(c, Status::invalid_argument, "num_hidden_layers is 9223372036854775807, above this library's limit");
   c = smol();
   c.num_attention_heads = int64_t{1} << 40;
   c.num_key_value_heads = int64_t{1} << 40;
-  c.head_dim = int64_t{1} << 40;  // q_dim alone overflows
-  check_invalid(c, Status::invalid_argument, "parameter count overflows int64");
+  c.head_dim = int64_t{1} << 40;  // q_dim alone would overflow
+  check_invalid(c, Status::invalid_argument, "num_attention_heads is 1099511627776, above this library's limit of 1024");
+
+  // At every limit at once the count still fits int64 (hand-computed bound: < 2^51).
+  c = smol();
+  c.vocab_size = fp8rl::model::ModelConfigLimits::max_vocab_size;
+  c.hidden_size = fp8rl::model::ModelConfigLimits::max_hidden_size;
+  c.num_layers = fp8rl::model::ModelConfigLimits::max_layers;
+  c.num_attention_heads = c.num_key_value_heads = fp8rl::model::ModelConfigLimits::max_heads;
+  c.head_dim = fp8rl::model::ModelConfigLimits::max_head_dim;
+  c.head_dim_explicit = true;
+  c.intermediate_size = fp8rl::model::ModelConfigLimits::max_intermediate_size;
+  const int64_t count = fp8rl::model::parameter_count(c);
+  CHECK(count > 0);
+  CHECK(count < (int64_t{1} << 51));
+}
+
+TEST_CASE("model config: an odd head_dim is refused (RoPE rotates pairs), explicit or implied") {
+  ModelConfig c = smol();
+  c.head_dim = 63;
+  c.head_dim_explicit = true;
+  check_invalid(c, Status::invalid_argument, "head_dim must be even, got 63");
+  c = smol();
+  c.hidden_size = 9 * 7;  // implied head_dim 7
+  c.head_dim = 7;
+  check_invalid(c, Status::invalid_argument, "head_dim must be even, got 7");
 }
 
 TEST_CASE("model config: model_config_to_json validates first") {
@@ -245,7 +269,7 @@ TEST_CASE("model config: inconsistent files are corrupt_data, not invalid_argume
   check_rejected(smol_json_with(R"("rope_theta": 100000)", R"("rope_theta": -1)"), Status::corrupt_data,
                  "rope_theta must be positive");
   check_rejected(smol_json_with(R"("vocab_size": 49152)", R"("vocab_size": 9223372036854775807)"), Status::corrupt_data,
-                 "parameter count overflows int64");
+                 "vocab_size is 9223372036854775807, above this library's limit");
   const std::string qwen2 = fp8rl::test::kQwen25_05B;
   check_rejected(qwen2.substr(0, qwen2.size() - 1) + R"(, "attention_bias": false})", Status::corrupt_data,
                  "attention_bias false contradicts model_type qwen2");

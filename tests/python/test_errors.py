@@ -97,8 +97,10 @@ def test_library_errors_of_rarely_reached_statuses_map_to_their_classes():
 
 @pytest.mark.skipif(SANITIZED, reason="ASan aborts on an allocation this large instead of failing it")
 def test_a_model_too_large_for_the_address_space_raises_out_of_memory():
-    with pytest.raises(fp8rl.OutOfMemoryError) as caught:  # 2^40 x 64 FP32 embeddings: 256 TiB
-        fp8rl.Policy.random(tiny_config(vocab_size=2 ** 40))
+    # At the config limits (2^24 vocabulary, hidden 2^16): 4 TiB of FP32 embeddings alone.
+    with pytest.raises(fp8rl.OutOfMemoryError) as caught:
+        fp8rl.Policy.random(tiny_config(vocab_size=2 ** 24, hidden_size=2 ** 16, num_attention_heads=64,
+                                        num_key_value_heads=64))
     from_library(caught.value, "fp8rl_policy_create_random")
 
 

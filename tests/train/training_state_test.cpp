@@ -184,7 +184,7 @@ struct StoredFile {
     StoredFile file;
     file.metadata = reader.metadata();
     for (const io::SafetensorsTensor& t : reader.tensors()) {
-      file.tensors.push_back({t.name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.size_bytes)});
+      file.tensors.push_back({t.name, t.dtype, t.shape, reader.read(t)});
     }
     return file;
   }
@@ -331,7 +331,7 @@ TEST_CASE("training state: the file holds the documented tensors and metadata") 
   const auto stored = [&](const std::string& name) {
     const io::SafetensorsTensor& t = reader.tensor(name);
     std::vector<float> values(t.size_bytes / sizeof(float));
-    std::memcpy(values.data(), t.data, t.size_bytes);
+    reader.read(t, 0, values.data(), t.size_bytes);
     return values;
   };
   CHECK(same_bits(stored("model.embed_tokens.weight"), state.params.embed_tokens.data));
