@@ -21,7 +21,28 @@
  *  - Arrays cross the ABI as pointer + element count; the caller owns them.
  *  - Handles are opaque, created by `_create` and released by `_destroy`.
  *  - No function aborts, exits, or writes to stdout; diagnostics go to the
- *    context's log callback.
+ *    context's log callback. Bad input (NULL, a size out of range, an enum
+ *    value outside its list, NaN) is ::FP8RL_ERROR_INVALID_ARGUMENT with a
+ *    message that names the argument or field, and changes nothing.
+ *  - Files are untrusted input. Loads read only regular files (symlinks to
+ *    them are followed): a named pipe, device or folder in place of a file is
+ *    ::FP8RL_ERROR_IO, refused before it is opened, so it never blocks. Files
+ *    are read with pread, never memory-mapped: one rewritten or truncated
+ *    during a load gives ::FP8RL_ERROR_IO or ::FP8RL_ERROR_CORRUPT_DATA, not
+ *    a crash. A file's claims are checked against its size before anything
+ *    is allocated for them (a config calling for more tensors or bytes than
+ *    the files hold is ::FP8RL_ERROR_CORRUPT_DATA).
+ *  - Limits: a model config has at most 1024 layers, a vocabulary of 2^24,
+ *    hidden_size 2^16, intermediate_size 2^20, 1024 query and 1024 key/value
+ *    heads, head_dim 1024 (even), 2^24 positions; config.json and the shard
+ *    index at most 1 MiB and 64 MiB, a safetensors header at most 100 MiB.
+ *    Beyond them: ::FP8RL_ERROR_INVALID_ARGUMENT for a config built in code,
+ *    ::FP8RL_ERROR_CORRUPT_DATA for one read from a file.
+ *  - Saves are atomic per file (a temporary, unique per call, renamed into
+ *    place) and a model folder is locked (flock) exclusively while it is
+ *    saved and shared while it is loaded, so concurrent saves into one
+ *    folder leave one whole model and a load never mixes two saves. The
+ *    temporaries a killed save leaves are removed by the next save there.
  *
  * A minimal session that quantizes a weight matrix to FP8:
  * @code
