@@ -1,8 +1,11 @@
 #include "api_guard.h"
+#include "enum_mapping.h"
 #include "handles.h"
 #include "kernels/cpu/cpu_backend.h"
 
 using fp8rl::capi::context_of;
+using fp8rl::capi::enum_message;
+using fp8rl::capi::raw;
 using fp8rl::capi::guarded;
 
 namespace {
@@ -20,19 +23,21 @@ fp8rl_context_options default_context_options() {
 }
 
 fp8rl::BackendRequest backend_request(const fp8rl_context_options& options) {
-  fp8rl::require(options.backend >= FP8RL_BACKEND_AUTO && options.backend <= FP8RL_BACKEND_CUDA,
-                 "options->backend is " + std::to_string(options.backend) + "; expected AUTO, CPU or CUDA");
+  const int32_t backend = raw(options.backend);
+  fp8rl::require(backend >= FP8RL_BACKEND_AUTO && backend <= FP8RL_BACKEND_CUDA,
+                 enum_message("options->backend", backend, "AUTO, CPU or CUDA"));
   fp8rl::require(options.num_threads >= 0 && options.num_threads <= 4096,
                  "options->num_threads is " + std::to_string(options.num_threads) + "; expected 0 (all) to 4096");
   fp8rl::require(options.cuda_device >= 0, "options->cuda_device is negative");
-  return fp8rl::BackendRequest{static_cast<fp8rl::BackendChoice>(options.backend), options.num_threads,
+  return fp8rl::BackendRequest{static_cast<fp8rl::BackendChoice>(backend), options.num_threads,
                                options.cuda_device};
 }
 
 fp8rl::Logger logger(const fp8rl_context_options& options) {
-  fp8rl::require(options.log_level >= FP8RL_LOG_DEBUG && options.log_level <= FP8RL_LOG_OFF,
-                 "options->log_level is " + std::to_string(options.log_level) + "; expected DEBUG..OFF");
-  const auto threshold = static_cast<fp8rl::LogLevel>(options.log_level);
+  const int32_t threshold_value = raw(options.log_level);
+  fp8rl::require(threshold_value >= FP8RL_LOG_DEBUG && threshold_value <= FP8RL_LOG_OFF,
+                 enum_message("options->log_level", threshold_value, "DEBUG..OFF"));
+  const auto threshold = static_cast<fp8rl::LogLevel>(threshold_value);
   if (options.log_callback == nullptr) return fp8rl::Logger({}, threshold);
   const fp8rl_log_callback callback = options.log_callback;
   void* user_data = options.log_user_data;

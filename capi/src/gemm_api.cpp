@@ -15,7 +15,7 @@ fp8rl::HostFp8Matrix host_matrix(const fp8rl_fp8_matrix* matrix, const char* nam
                               matrix->scale_count,
                               matrix->rows,
                               matrix->cols,
-                              layout_from(matrix->layout, name),
+                              layout_from(matrix->layout, std::string(name) + "->layout"),
                               fp8rl::Fp8Format::e4m3};
 }
 

@@ -1,6 +1,7 @@
 #include <string>
 
 #include "api_guard.h"
+#include "enum_mapping.h"
 #include "core/train/mismatch_metrics.h"
 #include "options_convert.h"
 #include "struct_output.h"
@@ -19,9 +20,9 @@ fp8rl_importance_options to_public(const train::ImportanceOptions& options) {
 }
 
 train::ImportanceOptions importance_from(const fp8rl_importance_options& options, const std::string& name) {
-  const auto mode = static_cast<uint32_t>(options.mode);
-  require(mode <= FP8RL_IMPORTANCE_SEQUENCE_MASKED,
-          name + ".mode is " + std::to_string(mode) + ", not an fp8rl_importance_mode");
+  const int32_t mode = raw(options.mode);
+  require(mode >= FP8RL_IMPORTANCE_OFF && mode <= FP8RL_IMPORTANCE_SEQUENCE_MASKED,
+          enum_message(name + ".mode", mode, "an fp8rl_importance_mode value"));
   train::ImportanceOptions importance;
   importance.mode = static_cast<train::ImportanceMode>(mode);
   importance.low = options.low;

@@ -24,16 +24,16 @@ fp8rl::QuantizeRequest quantize_request(const fp8rl_quantize_options* given) {
   fp8rl::QuantizeRequest request;
   request.spec.format = fp8_format_from(options.format, "options->format");
   request.spec.layout = layout_from(options.layout, "options->layout");
-  request.spec.scale_format = scale_format_from(options.scale_format);
+  request.spec.scale_format = scale_format_from(options.scale_format, "options->scale_format");
   request.spec.saturate = options.saturate != 0;
   request.allow_non_finite = options.allow_non_finite != 0;
   return request;
 }
 
 fp8rl::ElementType element_type_from(fp8rl_dtype dtype, const char* what) {
-  fp8rl::require(dtype >= FP8RL_DTYPE_F32 && dtype <= FP8RL_DTYPE_E5M2,
-                 std::string(what) + " is " + std::to_string(dtype) + "; expected an fp8rl_dtype value");
-  return static_cast<fp8rl::ElementType>(dtype);
+  const int32_t v = raw(dtype);
+  fp8rl::require(v >= FP8RL_DTYPE_F32 && v <= FP8RL_DTYPE_E5M2, enum_message(what, v, "an fp8rl_dtype value"));
+  return static_cast<fp8rl::ElementType>(v);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -8,6 +9,7 @@
 #include "core/policy/compiled_model.h"
 #include "core/train/trainer.h"
 #include "core/train/training_state.h"
+#include "enum_mapping.h"
 #include "handles.h"
 #include "options_convert.h"
 #include "sequence_arrays.h"
@@ -54,9 +56,10 @@ fp8rl_trainer_options default_trainer_options() {
 }
 
 // An enum field's value, checked against its valid values.
+// raw() reads the caller's integer; only a listed value becomes an enum.
 template <class Internal, class Public>
-Internal enum_from(Public value, std::initializer_list<int64_t> valid, const char* field) {
-  const auto v = static_cast<int64_t>(value);
+Internal enum_from(Public value, std::initializer_list<int32_t> valid, const char* field) {
+  const int32_t v = raw(value);
   fp8rl::require(std::find(valid.begin(), valid.end(), v) != valid.end(),
                  std::string("options->") + field + " is " + std::to_string(v) + ", not one of its enum's values");
   return static_cast<Internal>(v);
@@ -79,6 +82,10 @@ train::TrainerOptions trainer_options_from(const fp8rl_trainer_options* given) {
   t.advantages.baseline = enum_from<train::AdvantageBaseline>(o.baseline, {0, 1}, "baseline");
   t.advantages.normalize_by_std = o.normalize_by_std != 0;
   t.advantages.sample_std = o.sample_std != 0;
+  // Checked here, where the C name is known, so that create refuses it: the
+  // core checks it only when a batch brings rewards.
+  fp8rl::require(std::isfinite(o.advantage_epsilon) && o.advantage_epsilon >= 0.0,
+                 "options->advantage_epsilon is " + std::to_string(o.advantage_epsilon) + "; expected finite and >= 0");
   t.advantages.epsilon = o.advantage_epsilon;
   t.schedule.base_lr = o.learning_rate;
   t.schedule.kind = enum_from<train::LrScheduleKind>(o.schedule, {0, 1, 2}, "schedule");
@@ -128,6 +135,16 @@ train::TrainBatch train_batch_from(const fp8rl_train_batch& b) {
   return batch;
 }
 
+// Cross-entropy reads no per-sequence values: a batch that brings them was
+// meant for another loss, so it is refused rather than silently trained on.
+void check_arrays_fit_loss(const train::TrainerOptions& options, const fp8rl_train_batch& b) {
+  if (options.loss.kind != train::LossKind::cross_entropy) return;
+  for (const auto& [array, name] : {std::pair{b.rewards, "rewards"}, std::pair{b.advantages, "advantages"}}) {
+    fp8rl::require(array == nullptr, std::string("batch->") + name +
+                                         " is given, but the cross-entropy loss takes neither rewards nor advantages");
+  }
+}
+
 fp8rl_train_metrics to_public(const train::StepMetrics& m) {
   fp8rl_train_metrics r{};
   r.step = m.step;
@@ -163,6 +180,10 @@ fp8rl_train_metrics to_public(const train::StepMetrics& m) {
   r.minibatches = m.minibatches;
   return r;
 }
+
+// The documented bound of fp8rl_trainer_next_seeds(): more than any run
+// draws at once, and small enough that count * 8 bytes is a real array.
+constexpr int64_t kMaxSeedsPerCall = INT32_MAX;
 
 std::string minibatch_name(size_t k) { return "out_minibatches[" + std::to_string(k) + "]"; }
 
@@ -255,6 +276,7 @@ FP8RL_API fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_tr
     auto& impl = trainer_of(trainer);
     fp8rl::require(out_metrics != nullptr, "out_metrics is NULL");
     const fp8rl_train_batch given = read_options(batch, default_train_batch(), "batch");
+    check_arrays_fit_loss(impl.options(), given);
     const train::TrainBatch core_batch = train_batch_from(given);
     train::StepMetrics metrics;
     {
@@ -283,6 +305,7 @@ FP8RL_API fp8rl_status fp8rl_trainer_iterate(fp8rl_trainer* trainer, const fp8rl
       write_struct(&out_minibatches[k], fp8rl_train_metrics{}, minibatch_name(k).c_str());
     }
     const fp8rl_train_batch given = read_options(batch, default_train_batch(), "batch");
+    check_arrays_fit_loss(impl.options(), given);
     const train::TrainBatch core_batch = train_batch_from(given);
     train::IterationMetrics metrics;
     {
@@ -334,14 +357,17 @@ FP8RL_API fp8rl_status fp8rl_trainer_recalibrate(fp8rl_trainer* trainer, double*
 FP8RL_API fp8rl_status fp8rl_trainer_next_seeds(fp8rl_trainer* trainer, int64_t count, uint64_t* seeds) {
   return guarded(__func__, [&] {
     auto& impl = trainer_of(trainer);
-    fp8rl::require(count >= 0, "count is " + std::to_string(count) + "; expected >= 0");
+    fp8rl::require(count >= 0 && count <= kMaxSeedsPerCall, "count is " + std::to_string(count) +
+                                                                "; expected 0 to " + std::to_string(kMaxSeedsPerCall));
     fp8rl::require(seeds != nullptr || count == 0, "seeds is NULL");
-    std::vector<uint64_t> drawn;
-    {
-      const std::lock_guard<std::mutex> lock(mutex_of(trainer));
-      drawn = impl.next_seeds(count);
+    // Drawn in chunks: the stream is counter-based, so chunks give the seeds
+    // one draw would, without a library copy the size of the caller's array.
+    constexpr int64_t kChunk = 4096;
+    const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+    for (int64_t done = 0; done < count; done += kChunk) {
+      const std::vector<uint64_t> drawn = impl.next_seeds(std::min(kChunk, count - done));
+      std::copy(drawn.begin(), drawn.end(), seeds + done);
     }
-    std::copy(drawn.begin(), drawn.end(), seeds);
   });
 }
 

@@ -92,6 +92,22 @@
 #define FP8RL_API
 #endif
 
+/**
+ * @def FP8RL_ENUM_INT32
+ * Gives every public enum the fixed underlying type int32_t where the language
+ * can say so (C++11 and C23). Every enum is 32 bits wide in any case (its
+ * FORCE_32BIT member), so C before C23 sees the same layout. It matters in
+ * C++: an enum without a fixed type may not hold a value outside its
+ * enumerators' range, so reading the -1 a C caller passes would be undefined
+ * behaviour before the library could refuse it. With int32_t, every value a C
+ * caller can pass is one the enum holds, and the library range-checks it.
+ */
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 202311L)
+#define FP8RL_ENUM_INT32 : int32_t
+#else
+#define FP8RL_ENUM_INT32
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -130,7 +146,7 @@ FP8RL_API const char* fp8rl_version_string(void);
  *  @{ */
 
 /** Result of every fallible function. Values are stable; new codes are only appended. */
-typedef enum fp8rl_status {
+typedef enum fp8rl_status FP8RL_ENUM_INT32 {
   FP8RL_OK = 0,                         /**< Success. */
   FP8RL_ERROR_INVALID_ARGUMENT = 1,     /**< NULL pointer, bad size, out-of-range value. */
   FP8RL_ERROR_OUT_OF_MEMORY = 2,        /**< Host or device allocation failed. */
@@ -168,7 +184,7 @@ FP8RL_API const char* fp8rl_last_error_message(void);
  * declared here, before the sections that use them (fp8rl_recipe::scale_format, fp8rl_policy_save()). */
 
 /** Element types. @ingroup numerics */
-typedef enum fp8rl_dtype {
+typedef enum fp8rl_dtype FP8RL_ENUM_INT32 {
   FP8RL_DTYPE_F32 = 0,                 /**< IEEE binary32. */
   FP8RL_DTYPE_BF16 = 1,                /**< bfloat16, stored as uint16_t bits. */
   FP8RL_DTYPE_E4M3 = 2,                /**< OCP FP8 E4M3 (e4m3fn: max 448, no Inf), stored as uint8_t. */
@@ -177,7 +193,7 @@ typedef enum fp8rl_dtype {
 } fp8rl_dtype;
 
 /** How block scales are represented. @ingroup numerics */
-typedef enum fp8rl_scale_format {
+typedef enum fp8rl_scale_format FP8RL_ENUM_INT32 {
   FP8RL_SCALE_FP32 = 0,                /**< scale = amax / fp8_max in FP32. */
   FP8RL_SCALE_POW2 = 1,                /**< The smallest power of two with amax <= fp8_max * scale. */
   FP8RL_SCALE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
@@ -187,7 +203,7 @@ typedef enum fp8rl_scale_format {
  *  @{ */
 
 /** Where computations run. */
-typedef enum fp8rl_backend {
+typedef enum fp8rl_backend FP8RL_ENUM_INT32 {
   FP8RL_BACKEND_AUTO = 0,                /**< CUDA if built and a device is present, else CPU. */
   FP8RL_BACKEND_CPU = 1,                 /**< Multi-threaded SIMD CPU backend (always available). */
   FP8RL_BACKEND_CUDA = 2,                /**< NVIDIA GPU backend (sm_90). */
@@ -195,7 +211,7 @@ typedef enum fp8rl_backend {
 } fp8rl_backend;
 
 /** Severity of a log message. */
-typedef enum fp8rl_log_level {
+typedef enum fp8rl_log_level FP8RL_ENUM_INT32 {
   FP8RL_LOG_DEBUG = 0,               /**< Detail for developers. */
   FP8RL_LOG_INFO = 1,                /**< Normal progress. */
   FP8RL_LOG_WARNING = 2,             /**< Something unexpected that was handled. */
@@ -293,7 +309,7 @@ FP8RL_API fp8rl_status fp8rl_context_get_num_threads(const fp8rl_context* contex
 FP8RL_API fp8rl_status fp8rl_context_get_description(const fp8rl_context* context, const char** out_description);
 
 /** Build features reported by fp8rl_build_features(). */
-typedef enum fp8rl_feature {
+typedef enum fp8rl_feature FP8RL_ENUM_INT32 {
   FP8RL_FEATURE_CUDA = 1,                /**< The CUDA backend is compiled in. */
   FP8RL_FEATURE_AVX2 = 2,                /**< This CPU runs the AVX2 kernels. */
   FP8RL_FEATURE_AVX512 = 4,              /**< This CPU runs the AVX-512 kernels. */
@@ -315,7 +331,7 @@ FP8RL_API fp8rl_status fp8rl_build_features(uint32_t* out_features);
  *  @{ */
 
 /** The supported decoder-only transformer families. */
-typedef enum fp8rl_model_family {
+typedef enum fp8rl_model_family FP8RL_ENUM_INT32 {
   FP8RL_MODEL_FAMILY_LLAMA = 0,               /**< Llama 2/3.x, SmolLM2 ("llama"). */
   FP8RL_MODEL_FAMILY_QWEN2 = 1,               /**< Qwen2/2.5: bias on the q/k/v projections. */
   FP8RL_MODEL_FAMILY_QWEN3 = 2,               /**< Qwen3: RMSNorm over each head of q and k (qk_norm). */
@@ -323,7 +339,7 @@ typedef enum fp8rl_model_family {
 } fp8rl_model_family;
 
 /** RoPE frequency scaling. */
-typedef enum fp8rl_rope_scaling {
+typedef enum fp8rl_rope_scaling FP8RL_ENUM_INT32 {
   FP8RL_ROPE_SCALING_NONE = 0,                /**< Plain RoPE. */
   FP8RL_ROPE_SCALING_LLAMA3 = 1,              /**< Llama 3.1/3.2 frequency-dependent interpolation. */
   FP8RL_ROPE_SCALING_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
@@ -430,7 +446,7 @@ FP8RL_API fp8rl_status fp8rl_model_config_parameter_count(const fp8rl_model_conf
 typedef struct fp8rl_policy fp8rl_policy;
 
 /** Arithmetic precision of a part of the model. */
-typedef enum fp8rl_precision {
+typedef enum fp8rl_precision FP8RL_ENUM_INT32 {
   FP8RL_PRECISION_BF16 = 0,                /**< BF16 operands, FP32 accumulation. */
   FP8RL_PRECISION_FP8 = 1,                 /**< E4M3 operands with block scales, FP32 accumulation. */
   FP8RL_PRECISION_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
@@ -748,7 +764,7 @@ FP8RL_API fp8rl_status fp8rl_policy_recalibrate_attention_scales(fp8rl_policy* p
 typedef struct fp8rl_rollout fp8rl_rollout;
 
 /** Why a completion ended. */
-typedef enum fp8rl_finish_reason {
+typedef enum fp8rl_finish_reason FP8RL_ENUM_INT32 {
   FP8RL_FINISH_STOP = 0,                /**< Emitted a stop or EOS token; it is the last token. */
   FP8RL_FINISH_LENGTH = 1,              /**< Reached max_new_tokens. */
   FP8RL_FINISH_CONTEXT_FULL = 2,        /**< Reached the model's max_position_embeddings. */
@@ -919,7 +935,7 @@ FP8RL_API fp8rl_status fp8rl_rollout_destroy(fp8rl_rollout* rollout);
  *  @{ */
 
 /** How importance weights are formed from w = exp(logp_old - logp_gen). */
-typedef enum fp8rl_importance_mode {
+typedef enum fp8rl_importance_mode FP8RL_ENUM_INT32 {
   FP8RL_IMPORTANCE_OFF = 0,             /**< w = 1. */
   FP8RL_IMPORTANCE_PLAIN = 1,           /**< w as it is. */
   FP8RL_IMPORTANCE_TRUNCATED = 2,       /**< w clamped to [low, high]. */
@@ -1051,7 +1067,7 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, con
 typedef struct fp8rl_trainer fp8rl_trainer;
 
 /** The per-token loss. */
-typedef enum fp8rl_loss_kind {
+typedef enum fp8rl_loss_kind FP8RL_ENUM_INT32 {
   FP8RL_LOSS_CLIPPED_POLICY_GRADIENT = 0, /**< GRPO/PPO: -w min(r A, clip(r, 1 - clip_low, 1 + clip_high) A)
                                                + w beta KL, r = exp(logp - logp_old). */
   FP8RL_LOSS_CROSS_ENTROPY = 1,           /**< SFT: -logp of every completion token. */
@@ -1059,28 +1075,28 @@ typedef enum fp8rl_loss_kind {
 } fp8rl_loss_kind;
 
 /** Estimator of KL(policy || reference) per token, x = logp_ref - logp. */
-typedef enum fp8rl_kl_estimator {
+typedef enum fp8rl_kl_estimator FP8RL_ENUM_INT32 {
   FP8RL_KL_K1 = 1, /**< -x. */
   FP8RL_KL_K3 = 3, /**< exp(x) - x - 1 (never negative). */
   FP8RL_KL_FORCE_32BIT = 0x7FFFFFFF
 } fp8rl_kl_estimator;
 
 /** How token losses become the batch loss. */
-typedef enum fp8rl_aggregation {
+typedef enum fp8rl_aggregation FP8RL_ENUM_INT32 {
   FP8RL_AGGREGATION_TOKEN_MEAN = 0,    /**< Mean over all completion tokens of the batch. */
   FP8RL_AGGREGATION_SEQUENCE_MEAN = 1, /**< Mean over sequences of their token means. */
   FP8RL_AGGREGATION_FORCE_32BIT = 0x7FFFFFFF
 } fp8rl_aggregation;
 
 /** The baseline advantages are measured from, within a group of completions of one prompt. */
-typedef enum fp8rl_advantage_baseline {
+typedef enum fp8rl_advantage_baseline FP8RL_ENUM_INT32 {
   FP8RL_BASELINE_GROUP_MEAN = 0,    /**< A = r - mean of the group. */
   FP8RL_BASELINE_LEAVE_ONE_OUT = 1, /**< A = r - mean of the others (RLOO; group size >= 2). */
   FP8RL_BASELINE_FORCE_32BIT = 0x7FFFFFFF
 } fp8rl_advantage_baseline;
 
 /** Learning-rate schedule over optimizer steps. */
-typedef enum fp8rl_lr_schedule {
+typedef enum fp8rl_lr_schedule FP8RL_ENUM_INT32 {
   FP8RL_LR_CONSTANT = 0,        /**< learning_rate throughout. */
   FP8RL_LR_WARMUP_CONSTANT = 1, /**< Linear warmup over warmup_steps, then constant. */
   FP8RL_LR_WARMUP_COSINE = 2,   /**< Linear warmup, then cosine decay to min_lr_ratio * learning_rate at total_steps. */
@@ -1147,7 +1163,9 @@ FP8RL_API fp8rl_status fp8rl_trainer_options_init(fp8rl_trainer_options* options
  * @param options Read only during the call.
  * @param[out] out_trainer Receives the trainer, released with fp8rl_trainer_destroy();
  *             unchanged on failure.
- * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or bad options (the message names the field).
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or bad options (the message names the field): enum
+ *         values out of range, and any value outside the range its field documents (e.g. a negative or
+ *         non-finite advantage_epsilon), all refused here rather than at the first step.
  * @retval FP8RL_ERROR_VERSION_MISMATCH if options->struct_size is not one this library knows.
  * @retval FP8RL_ERROR_OUT_OF_MEMORY if the optimizer state or gradients do not fit.
  * Thread-safe; calls on the policy's context are serialized.
@@ -1277,7 +1295,8 @@ FP8RL_API fp8rl_status fp8rl_train_metrics_init(fp8rl_train_metrics* metrics);
  * @param[out] out_metrics Receives the metrics; out_metrics->struct_size must be set
  *             (fp8rl_train_metrics_init() sets it).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, malformed sequences, prompt lengths or
- *         counts, a missing or extra array for the loss (the message names it); nothing changes then.
+ *         counts, a missing or extra array for the loss (the message names it: e.g. rewards or advantages
+ *         given to the cross-entropy loss); nothing changes then.
  * @retval FP8RL_ERROR_NON_FINITE for NaN/Inf rewards, advantages, or log-probs where the loss reads them.
  * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
  * A step whose gradient is not finite is not an error: it returns ::FP8RL_OK with skipped set.
@@ -1357,9 +1376,10 @@ FP8RL_API fp8rl_status fp8rl_trainer_recalibrate(fp8rl_trainer* trainer, double*
  * @brief Seeds for the next @p count rollouts, from the trainer's seed stream
  *        (part of the saved state, so a resumed run draws the same seeds).
  * @param trainer A valid trainer.
- * @param count Number of seeds (>= 0).
- * @param[out] seeds Caller-owned, count entries.
- * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or a negative count.
+ * @param count Number of seeds, in [0, 2^31 - 1] (INT32_MAX: more than any run draws at once).
+ * @param[out] seeds Caller-owned, count entries (may be NULL when @p count is 0); left unchanged on failure.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for a NULL pointer, or a count outside [0, INT32_MAX] (the message
+ *         names count); the seed stream does not move then.
  * Thread-safe; calls on the policy's context are serialized.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
@@ -1432,7 +1452,7 @@ FP8RL_API fp8rl_status fp8rl_convert(const void* src, fp8rl_dtype src_dtype, voi
                                      size_t count, int32_t saturate);
 
 /** How a matrix [rows, cols] is cut into blocks that share one scale. */
-typedef enum fp8rl_block_layout {
+typedef enum fp8rl_block_layout FP8RL_ENUM_INT32 {
   /** 1x128 tiles along each row. Codes [rows, cols], scales [rows, ceil(cols/128)]. Activations, gradients. */
   FP8RL_LAYOUT_TILE_1X128 = 0,
   /** 1x128 tiles along each column, stored transposed. Codes [cols, rows], scales [cols, ceil(rows/128)]. For wgrad. */
