@@ -2,7 +2,7 @@
 
 #include "../common/attention_backward_math.h"
 #include "../transformer_backward_checks.h"
-#include "simd_clones.h"
+#include "isa_dispatch.h"
 
 namespace fp8rl::cpu {
 namespace {
@@ -23,9 +23,9 @@ inline void decode_cached(const void* cache, bool e4m3, int64_t offset, int64_t 
 int64_t scratch_floats(int64_t head_dim, int64_t max_keys) { return 4 * head_dim + 3 * max_keys; }
 
 // One query head of one token: writes dq, adds into dk and dv.
-FP8RL_ISA_CLONES void attention_backward_head(const AttentionBackwardArgs& args, const AttentionScales& fwd,
-                                              const AttentionGradScales& grad, int64_t token, int64_t head,
-                                              float* scratch) {
+FP8RL_ISA_BODY void attention_backward_head(const AttentionBackwardArgs& args, const AttentionScales& fwd,
+                                            const AttentionGradScales& grad, int64_t token, int64_t head,
+                                            float* scratch) {
   const AttentionArgs& a = args.forward;
   const bool e4m3 = a.kv_format == KvFormat::e4m3, fp8_math = a.math == AttentionMath::fp8;
   const int64_t hd = a.head_dim, max_keys = a.max_key_count;
@@ -105,7 +105,7 @@ void attention_backward_kv_heads(const AttentionBackwardArgs& args, int64_t begi
   for (int64_t kv_head = begin; kv_head < end; ++kv_head)
     for (int64_t t = 0; t < a.tokens; ++t)
       for (int64_t h = kv_head * group; h < (kv_head + 1) * group; ++h)
-        attention_backward_head(args, fwd, grad, t, h, scratch.data());
+        isa_dispatch<attention_backward_head>(args, fwd, grad, t, h, scratch.data());
 }
 
 }  // namespace fp8rl::cpu

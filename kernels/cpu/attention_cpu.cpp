@@ -2,7 +2,7 @@
 
 #include "../common/attention_math.h"
 #include "../transformer_checks.h"
-#include "simd_clones.h"
+#include "isa_dispatch.h"
 
 namespace fp8rl::cpu {
 namespace {
@@ -63,8 +63,8 @@ inline void decode_cached_row(const GemmKernels& kernels, const void* cache, boo
 // probs [keys] holds the scores on entry and p^ on exit; returns l. FP8 math
 // splits attention_prob_value into its encode (vectorized here) and its
 // decode (the SIMD decoder): the same bits, without a scalar decode per key.
-FP8RL_ISA_CLONES float softmax_weights(const GemmKernels& kernels, float* probs, int64_t keys, bool fp8_math,
-                                       uint8_t* codes) {
+FP8RL_ISA_BODY float softmax_weights(const GemmKernels& kernels, float* probs, int64_t keys, bool fp8_math,
+                                     uint8_t* codes) {
   const float m = attention_max_score(probs, keys);
   for (int64_t j = 0; j < keys; ++j) probs[j] = exp_f32(sub_rn(probs[j], m));
   const float l = attention_prob_sum(probs, keys);  // sequential: the order is the contract
@@ -82,9 +82,9 @@ FP8RL_ISA_CLONES float softmax_weights(const GemmKernels& kernels, float* probs,
 }
 
 // probs[h, j] = score of query head h against key j, for the unit's heads.
-FP8RL_ISA_CLONES void score_keys(const GemmKernels& kernels, const void* k_cache, bool e4m3, int64_t first_offset,
-                                 int64_t keys, const float* q_hat, const UnitShape& s, int64_t heads, float score_scale,
-                                 float* row, float* probs) {
+FP8RL_ISA_BODY void score_keys(const GemmKernels& kernels, const void* k_cache, bool e4m3, int64_t first_offset,
+                               int64_t keys, const float* q_hat, const UnitShape& s, int64_t heads, float score_scale,
+                               float* row, float* probs) {
   for (int64_t j = 0; j < keys; ++j) {
     if (j + kPrefetchKeys < keys)
       prefetch_cached_row(k_cache, e4m3, first_offset + (j + kPrefetchKeys) * s.kv_stride, s.head_dim);
@@ -95,9 +95,9 @@ FP8RL_ISA_CLONES void score_keys(const GemmKernels& kernels, const void* k_cache
 }
 
 // acc[h, :] = sum over keys j, in key order, of p^[h, j] * v^[j, :].
-FP8RL_ISA_CLONES void accumulate_values(const GemmKernels& kernels, const void* v_cache, bool e4m3,
-                                        int64_t first_offset, int64_t keys, const float* probs, const UnitShape& s,
-                                        int64_t heads, float* row, float* acc) {
+FP8RL_ISA_BODY void accumulate_values(const GemmKernels& kernels, const void* v_cache, bool e4m3, int64_t first_offset,
+                                      int64_t keys, const float* probs, const UnitShape& s, int64_t heads, float* row,
+                                      float* acc) {
   for (int64_t i = 0; i < heads * s.head_dim; ++i) acc[i] = 0.0f;
   for (int64_t j = 0; j < keys; ++j) {
     if (j + kPrefetchKeys < keys)
@@ -129,13 +129,13 @@ void attention_unit(const GemmKernels& kernels, const AttentionArgs& args, const
 
   const int64_t keys = args.key_count[token];
   const int64_t first_offset = args.key_begin[token] * s.kv_stride + kv_head * s.head_dim;
-  score_keys(kernels, args.k_cache, e4m3, first_offset, keys, q_hat, s, heads, scales.score, row, probs);
+  isa_dispatch<score_keys>(kernels, args.k_cache, e4m3, first_offset, keys, q_hat, s, heads, scales.score, row, probs);
   float prob_sums[1024];  // group <= 1024 (checked by the caller)
   uint8_t* prob_codes = reinterpret_cast<uint8_t*>(row + s.head_dim);
   for (int64_t h = 0; h < heads; ++h)
-    prob_sums[h] = softmax_weights(kernels, probs + h * s.max_keys, keys, fp8_math, prob_codes);
+    prob_sums[h] = isa_dispatch<softmax_weights>(kernels, probs + h * s.max_keys, keys, fp8_math, prob_codes);
 
-  accumulate_values(kernels, args.v_cache, e4m3, first_offset, keys, probs, s, heads, row, acc);
+  isa_dispatch<accumulate_values>(kernels, args.v_cache, e4m3, first_offset, keys, probs, s, heads, row, acc);
   float* out = args.out + (token * args.heads + first_head) * s.head_dim;
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t d = 0; d < s.head_dim; ++d)

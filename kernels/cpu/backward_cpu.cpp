@@ -8,22 +8,30 @@
 #include "../common/log_softmax_backward_math.h"
 #include "../common/norm_backward_math.h"
 #include "../common/rope_backward_math.h"
-#include "simd_clones.h"
+#include "isa_dispatch.h"
 
 namespace fp8rl::cpu {
 
-FP8RL_ISA_CLONES void rms_inverse_rows(const float* x, int64_t dim, float eps, float* inv, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void rms_inverse_rows_body(const float* x, int64_t dim, float eps, float* inv, int64_t begin,
+                                          int64_t end) {
   for (int64_t r = begin; r < end; ++r) inv[r] = rms_norm_row_inverse(x + r * dim, dim, eps);
 }
+void rms_inverse_rows(const float* x, int64_t dim, float eps, float* inv, int64_t begin, int64_t end) {
+  isa_dispatch<rms_inverse_rows_body>(x, dim, eps, inv, begin, end);
+}
 
-FP8RL_ISA_CLONES void rms_norm_backward_rows(const float* x, const float* weight, const float* dy, const float* inv,
-                                             int64_t dim, float* dx, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void rms_norm_backward_rows_body(const float* x, const float* weight, const float* dy, const float* inv,
+                                                int64_t dim, float* dx, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; ++r)
     rms_norm_backward_row(x + r * dim, weight, dy + r * dim, dim, inv[r], dx + r * dim);
 }
+void rms_norm_backward_rows(const float* x, const float* weight, const float* dy, const float* inv, int64_t dim,
+                            float* dx, int64_t begin, int64_t end) {
+  isa_dispatch<rms_norm_backward_rows_body>(x, weight, dy, inv, dim, dx, begin, end);
+}
 
-FP8RL_ISA_CLONES void rms_norm_weight_columns(const float* x, const float* dy, const float* inv, int64_t rows,
-                                              int64_t dim, float* dweight, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void rms_norm_weight_columns_body(const float* x, const float* dy, const float* inv, int64_t rows,
+                                                 int64_t dim, float* dweight, int64_t begin, int64_t end) {
   for (int64_t r = 0; r < rows; ++r) {  // rows outermost: each column still sums its rows in ascending order
     const float* xr = x + r * dim;
     const float* dyr = dy + r * dim;
@@ -31,9 +39,13 @@ FP8RL_ISA_CLONES void rms_norm_weight_columns(const float* x, const float* dy, c
     for (int64_t i = begin; i < end; ++i) dweight[i] = add_rn(dweight[i], rms_norm_weight_grad(xr[i], ir, dyr[i]));
   }
 }
+void rms_norm_weight_columns(const float* x, const float* dy, const float* inv, int64_t rows, int64_t dim,
+                             float* dweight, int64_t begin, int64_t end) {
+  isa_dispatch<rms_norm_weight_columns_body>(x, dy, inv, rows, dim, dweight, begin, end);
+}
 
-FP8RL_ISA_CLONES void rope_backward_tokens(float* g, const int32_t* positions, int64_t heads, int64_t head_dim,
-                                           const float* cos, const float* sin, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void rope_backward_tokens_body(float* g, const int32_t* positions, int64_t heads, int64_t head_dim,
+                                              const float* cos, const float* sin, int64_t begin, int64_t end) {
   const int64_t half = head_dim / 2;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t position = positions[t];
@@ -41,23 +53,35 @@ FP8RL_ISA_CLONES void rope_backward_tokens(float* g, const int32_t* positions, i
       rope_unrotate_head(g + (t * heads + h) * head_dim, cos + position * half, sin + position * half, half);
   }
 }
+void rope_backward_tokens(float* g, const int32_t* positions, int64_t heads, int64_t head_dim, const float* cos,
+                          const float* sin, int64_t begin, int64_t end) {
+  isa_dispatch<rope_backward_tokens_body>(g, positions, heads, head_dim, cos, sin, begin, end);
+}
 
-FP8RL_ISA_CLONES void swiglu_backward_span(const float* gate, const float* up, const float* dout, float* dgate,
-                                           float* dup, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void swiglu_backward_span_body(const float* gate, const float* up, const float* dout, float* dgate,
+                                              float* dup, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
     const SwigluGrad g = swiglu_backward_value(gate[i], up[i], dout[i]);
     dgate[i] = g.gate;
     dup[i] = g.up;
   }
 }
+void swiglu_backward_span(const float* gate, const float* up, const float* dout, float* dgate, float* dup,
+                          int64_t begin, int64_t end) {
+  isa_dispatch<swiglu_backward_span_body>(gate, up, dout, dgate, dup, begin, end);
+}
 
-FP8RL_ISA_CLONES void embedding_backward_columns(const float* dy, const int32_t* ids, int64_t count, int64_t hidden,
-                                                 float* dtable, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void embedding_backward_columns_body(const float* dy, const int32_t* ids, int64_t count, int64_t hidden,
+                                                    float* dtable, int64_t begin, int64_t end) {
   for (int64_t t = 0; t < count; ++t) {
     const float* src = dy + t * hidden;
     float* dst = dtable + static_cast<int64_t>(ids[t]) * hidden;
     for (int64_t c = begin; c < end; ++c) dst[c] = add_rn(dst[c], src[c]);
   }
+}
+void embedding_backward_columns(const float* dy, const int32_t* ids, int64_t count, int64_t hidden, float* dtable,
+                                int64_t begin, int64_t end) {
+  isa_dispatch<embedding_backward_columns_body>(dy, ids, count, hidden, dtable, begin, end);
 }
 
 void check_embedding_ids(const int32_t* ids, int64_t count, int64_t vocab) {

@@ -5,21 +5,17 @@
 
 #include "../common/bf16_codec.h"
 #include "fp8_decode_table.h"
+#include "isa_dispatch.h"
 
-// The two loops that touch every element are compiled for several ISAs and
-// picked at load time (GCC/Clang function multiversioning). The shared codec
-// is branch-free, so each clone vectorizes; all clones compute the same bits
-// because the math is integer and IEEE division only.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define FP8RL_ISA_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define FP8RL_ISA_CLONES
-#endif
+// The two loops that touch every element run in the ISA variant this CPU
+// supports (isa_dispatch.h). The shared codec is branch-free, so each variant
+// vectorizes; all compute the same bits because the math is integer and IEEE
+// division only.
 
 namespace fp8rl::cpu {
 namespace {
 
-FP8RL_ISA_CLONES float span_amax(const float* values, int64_t count) {
+FP8RL_ISA_BODY float span_amax(const float* values, int64_t count) {
   uint32_t amax_bits = 0;
   for (int64_t i = 0; i < count; ++i) amax_bits = std::max(amax_bits, finite_magnitude_bits(values[i]));
   return bits_float(amax_bits);
@@ -30,8 +26,8 @@ inline void encode_span_as(const float* values, int64_t count, float scale, bool
   for (int64_t i = 0; i < count; ++i) codes[i] = quantize_value(values[i], scale, kFormat, saturate);
 }
 
-FP8RL_ISA_CLONES void encode_span(const float* values, int64_t count, float scale, const QuantSpec& spec,
-                                  uint8_t* codes) {
+FP8RL_ISA_BODY void encode_span(const float* values, int64_t count, float scale, const QuantSpec& spec,
+                                uint8_t* codes) {
   if (spec.format == Fp8Format::e4m3)
     encode_span_as<Fp8Format::e4m3>(values, count, scale, spec.saturate, codes);
   else
@@ -67,9 +63,9 @@ void quantize_row_tiles(const Matrix& x, const QuantSpec& spec, int64_t row, uin
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t c0 = t * kQuantBlock, width = std::min(kQuantBlock, x.cols - c0);
     const float* values = load_span(x.data, x.dtype, row * x.cols + c0, width, buffer);
-    const float scale = block_scale(span_amax(values, width), spec.format, spec.scale_format);
+    const float scale = block_scale(isa_dispatch<span_amax>(values, width), spec.format, spec.scale_format);
     scales[row * tiles + t] = scale;
-    encode_span(values, width, scale, spec, codes + row * x.cols + c0);
+    isa_dispatch<encode_span>(values, width, scale, spec, codes + row * x.cols + c0);
   }
 }
 
@@ -82,12 +78,12 @@ void quantize_band_blocks(const Matrix& x, const QuantSpec& spec, int64_t band, 
     const int64_t c0 = b * kQuantBlock, width = std::min(kQuantBlock, x.cols - c0);
     float amax = 0.0f;
     for (int64_t r = r0; r < r0 + height; ++r)
-      amax = std::max(amax, span_amax(load_span(x.data, x.dtype, r * x.cols + c0, width, buffer), width));
+      amax = std::max(amax, isa_dispatch<span_amax>(load_span(x.data, x.dtype, r * x.cols + c0, width, buffer), width));
     const float scale = block_scale(amax, spec.format, spec.scale_format);
     scales[band * blocks + b] = scale;
     for (int64_t r = r0; r < r0 + height; ++r)
-      encode_span(load_span(x.data, x.dtype, r * x.cols + c0, width, buffer), width, scale, spec,
-                  codes + r * x.cols + c0);
+      isa_dispatch<encode_span>(load_span(x.data, x.dtype, r * x.cols + c0, width, buffer), width, scale, spec,
+                                codes + r * x.cols + c0);
   }
 }
 
@@ -106,9 +102,9 @@ void quantize_band_transposed(const Matrix& x, const QuantSpec& spec, int64_t ba
     }
     for (int64_t c = 0; c < width; ++c) {
       const float* column = columns + c * kQuantBlock;
-      const float scale = block_scale(span_amax(column, height), spec.format, spec.scale_format);
+      const float scale = block_scale(isa_dispatch<span_amax>(column, height), spec.format, spec.scale_format);
       scales[(c0 + c) * bands + band] = scale;
-      encode_span(column, height, scale, spec, codes + (c0 + c) * x.rows + r0);
+      isa_dispatch<encode_span>(column, height, scale, spec, codes + (c0 + c) * x.rows + r0);
     }
   }
 }

@@ -7,26 +7,33 @@
 #include "../common/kv_cache_math.h"
 #include "../common/norm_math.h"
 #include "../common/rope_math.h"
-#include "simd_clones.h"
+#include "isa_dispatch.h"
 
 namespace fp8rl::cpu {
 
-FP8RL_ISA_CLONES void embedding_rows(const uint16_t* table, int64_t hidden, const int32_t* ids, float* out,
-                                     int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void embedding_rows_body(const uint16_t* table, int64_t hidden, const int32_t* ids, float* out,
+                                        int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
     const uint16_t* row = table + static_cast<int64_t>(ids[i]) * hidden;
     float* dst = out + i * hidden;
     for (int64_t j = 0; j < hidden; ++j) dst[j] = bf16_decode(row[j]);
   }
 }
-
-FP8RL_ISA_CLONES void rms_norm_rows(const float* x, const float* weight, int64_t dim, float eps, float* out,
-                                    int64_t begin, int64_t end) {
-  for (int64_t r = begin; r < end; ++r) rms_norm_row(x + r * dim, weight, dim, eps, out + r * dim);
+void embedding_rows(const uint16_t* table, int64_t hidden, const int32_t* ids, float* out, int64_t begin, int64_t end) {
+  isa_dispatch<embedding_rows_body>(table, hidden, ids, out, begin, end);
 }
 
-FP8RL_ISA_CLONES void rope_tokens(float* x, const int32_t* positions, int64_t heads, int64_t head_dim, const float* cos,
-                                  const float* sin, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void rms_norm_rows_body(const float* x, const float* weight, int64_t dim, float eps, float* out,
+                                       int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) rms_norm_row(x + r * dim, weight, dim, eps, out + r * dim);
+}
+void rms_norm_rows(const float* x, const float* weight, int64_t dim, float eps, float* out, int64_t begin,
+                   int64_t end) {
+  isa_dispatch<rms_norm_rows_body>(x, weight, dim, eps, out, begin, end);
+}
+
+FP8RL_ISA_BODY void rope_tokens_body(float* x, const int32_t* positions, int64_t heads, int64_t head_dim,
+                                     const float* cos, const float* sin, int64_t begin, int64_t end) {
   const int64_t half = head_dim / 2;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t position = positions[t];
@@ -34,17 +41,28 @@ FP8RL_ISA_CLONES void rope_tokens(float* x, const int32_t* positions, int64_t he
       rope_rotate_head(x + (t * heads + h) * head_dim, cos + position * half, sin + position * half, half);
   }
 }
+void rope_tokens(float* x, const int32_t* positions, int64_t heads, int64_t head_dim, const float* cos,
+                 const float* sin, int64_t begin, int64_t end) {
+  isa_dispatch<rope_tokens_body>(x, positions, heads, head_dim, cos, sin, begin, end);
+}
 
-FP8RL_ISA_CLONES void swiglu_span(const float* gate, const float* up, float* out, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void swiglu_span_body(const float* gate, const float* up, float* out, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) out[i] = swiglu_value(gate[i], up[i]);
 }
-
-FP8RL_ISA_CLONES void add_span(float* x, const float* y, int64_t begin, int64_t end) {
-  for (int64_t i = begin; i < end; ++i) x[i] = add_rn(x[i], y[i]);
+void swiglu_span(const float* gate, const float* up, float* out, int64_t begin, int64_t end) {
+  isa_dispatch<swiglu_span_body>(gate, up, out, begin, end);
 }
 
-FP8RL_ISA_CLONES void to_bf16_span(const float* x, uint16_t* out, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void add_span_body(float* x, const float* y, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) x[i] = add_rn(x[i], y[i]);
+}
+void add_span(float* x, const float* y, int64_t begin, int64_t end) { isa_dispatch<add_span_body>(x, y, begin, end); }
+
+FP8RL_ISA_BODY void to_bf16_span_body(const float* x, uint16_t* out, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) out[i] = bf16_encode(x[i]);
+}
+void to_bf16_span(const float* x, uint16_t* out, int64_t begin, int64_t end) {
+  isa_dispatch<to_bf16_span_body>(x, out, begin, end);
 }
 
 namespace {
@@ -88,11 +106,14 @@ void transpose_to_bf16_columns(const float* x, int64_t rows, int64_t cols, uint1
   transpose_bands(x, rows, cols, out, begin, end, [](float v) { return bf16_encode(v); });
 }
 
-FP8RL_ISA_CLONES void add_bias_rows(float* x, const float* bias, int64_t cols, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void add_bias_rows_body(float* x, const float* bias, int64_t cols, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; ++r) {
     float* row = x + r * cols;
     for (int64_t j = 0; j < cols; ++j) row[j] = add_rn(row[j], bias[j]);
   }
+}
+void add_bias_rows(float* x, const float* bias, int64_t cols, int64_t begin, int64_t end) {
+  isa_dispatch<add_bias_rows_body>(x, bias, cols, begin, end);
 }
 
 void gather_rows_range(const float* x, int64_t cols, const int64_t* rows, float* out, int64_t begin, int64_t end) {
@@ -100,7 +121,7 @@ void gather_rows_range(const float* x, int64_t cols, const int64_t* rows, float*
     std::memcpy(out + i * cols, x + rows[i] * cols, static_cast<size_t>(cols) * sizeof(float));
 }
 
-FP8RL_ISA_CLONES void kv_store_tokens(const KvStoreArgs& args, int64_t begin, int64_t end) {
+FP8RL_ISA_BODY void kv_store_tokens_body(const KvStoreArgs& args, int64_t begin, int64_t end) {
   const int64_t dim = args.kv_dim;
   for (int64_t t = begin; t < end; ++t) {
     const float* src = args.source + t * dim;
@@ -114,6 +135,9 @@ FP8RL_ISA_CLONES void kv_store_tokens(const KvStoreArgs& args, int64_t begin, in
       for (int64_t j = 0; j < dim; ++j) dst[j] = kv_store_e4m3(src[j], scale);
     }
   }
+}
+void kv_store_tokens(const KvStoreArgs& args, int64_t begin, int64_t end) {
+  isa_dispatch<kv_store_tokens_body>(args, begin, end);
 }
 
 }  // namespace fp8rl::cpu
