@@ -54,11 +54,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const fp8rl_fuzz::TempFolder folder;
     const std::string path = folder.file("state.safetensors");
     folder.write("state.safetensors", std::string_view(reinterpret_cast<const char*>(data), size));
+    const std::string primed = fp8rl_fuzz::prime_error_message();
     const fp8rl_status status = fp8rl_trainer_load_state(trainer, path.c_str());
     if (status == FP8RL_OK) {
       save_and_reload(trainer, folder);
     } else {
-      fp8rl_fuzz::check_failure(kLoad, status, kLoadStateFailures);
+      fp8rl_fuzz::check_failure(kLoad, status, kLoadStateFailures, primed);
     }
   }
 
