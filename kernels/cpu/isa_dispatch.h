@@ -37,10 +37,27 @@ struct IsaVariants<Body> {
   [[gnu::target("arch=x86-64-v3")]] static R v3(Args... args) { return Body(std::forward<Args>(args)...); }
   static R baseline(Args... args) { return Body(std::forward<Args>(args)...); }
 
+  // GCC names the ISA levels; clang 14 (the fuzz build) knows only the
+  // features, so it asks for those that separate the levels' vector code.
+#if defined(__clang__)
+  static bool supports_v3() {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+           __builtin_cpu_supports("bmi2");
+  }
+  static bool supports_v4() {
+    return supports_v3() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+  }
+#else
+  static bool supports_v3() { return __builtin_cpu_supports("x86-64-v3"); }
+  static bool supports_v4() { return __builtin_cpu_supports("x86-64-v4"); }
+#endif
+
   static Fn choose() {
     __builtin_cpu_init();  // a no-op once libgcc's constructor ran; makes a call from a constructor safe
-    if (__builtin_cpu_supports("x86-64-v4")) return v4;
-    if (__builtin_cpu_supports("x86-64-v3")) return v3;
+    if (supports_v4()) return v4;
+    if (supports_v3()) return v3;
     return baseline;
   }
 
