@@ -10,12 +10,14 @@
 #   d  the GEMM table (FP8 block-scaled vs BF16, squares and Llama-3.1-8B)
 #   e  the RL step on a Llama-3.2-1B-shaped policy (BF16, FP8, FP8+KV+attn),
 #      then PyTorch/transformers generating and training the same model
+#   f  where that step's device time goes, kernel by kernel (profile_rl_step.py)
 # and prints the targets table last (gpu_check_summary.py).
 #
 # A lent GPU is held for minutes, so no stage may take the others with it:
 # each runs under `timeout` with a share of the budget, writes its log under
-# $OUT (the device tool brings that folder back; elsewhere build-gpu/check),
-# and a failure is recorded and the next stage runs. The exit status is
+# $OUT (the device tool brings that folder back, at most 8 files: one log per
+# stage and the summary; elsewhere build-gpu/check), and a failure is
+# recorded and the next stage runs. The exit status is
 # nonzero when any stage failed.
 #
 # That machine has nvcc, CMake, ninja and Python (PyTorch, transformers) but no
@@ -30,21 +32,31 @@ root=$(pwd)
 build="$root/build-gpu"
 doctest="$root/.deps/doctest"
 here="$root/benchmarks/gpu"
-stages="abcde"
+stages="abcdef"
 budget=450
+sanitizer_tools="memcheck racecheck"
+torch=1
 
-usage() { echo "usage: ./run gpu-check [--stages LETTERS from abcde] [--budget SECONDS]" >&2; exit 2; }
+usage() {
+  echo "usage: ./run gpu-check [--stages LETTERS from abcdef] [--budget SECONDS] [--sanitizers memcheck,racecheck]" \
+    "[--no-torch]" >&2
+  exit 2
+}
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --stages) [[ $# -ge 2 && "$2" =~ ^[abcde]+$ ]] || usage; stages="$2"; shift 2 ;;
+    --sanitizers) [[ $# -ge 2 && "$2" =~ ^(memcheck|racecheck)(,(memcheck|racecheck))*$ ]] || usage
+      sanitizer_tools="${2//,/ }"; shift 2 ;;
+    --no-torch) torch=0; shift ;;
+    --stages) [[ $# -ge 2 && "$2" =~ ^[abcdef]+$ ]] || usage; stages="$2"; shift 2 ;;
     --budget) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || usage; budget="$2"; shift 2 ;;
     *) usage ;;
   esac
 done
 
 out="${OUT:-$build/check}"
-mkdir -p "$out"
-status_file="$out/stages.tsv"  # stage, result, seconds: read by the summary
+mkdir -p "$out" "$build"
+rm -f "$out"/*.log "$out/summary.md"  # a summary of this run only
+status_file="$build/stages.tsv"  # stage, result, seconds: read by the summary
 : >"$status_file"
 start=$SECONDS
 
@@ -108,7 +120,7 @@ configure_and_build() {
 export root build doctest python out
 export -f configure_and_build
 run_stage build "$out/build.log" 300 bash -c configure_and_build || {
-  "$python" "$here/gpu_check_summary.py" "$out"
+  "$python" "$here/gpu_check_summary.py" "$out" "$status_file"
   exit 1
 }
 
@@ -139,9 +151,10 @@ if has_stage b; then
     echo "compute-sanitizer not found" | tee -a "$out/b_sanitizer.log"
     printf 'b sanitizer\tnot run (no compute-sanitizer)\t0\n' >>"$status_file"
   else
-    for tool in memcheck racecheck; do
-      run_stage "b $tool" "$out/b_sanitizer.log" 75 "$sanitizer" --tool "$tool" --error-exitcode 3 \
-        "$build/tests/gpu/test_gpu_kernels" "--test-case=$cases" || failed=1
+    # FP8RL_GPU_TEST_SANITIZER: the tests' smaller sizes that still take every path.
+    for tool in $sanitizer_tools; do
+      run_stage "b $tool" "$out/b_sanitizer.log" 120 env FP8RL_GPU_TEST_SANITIZER=1 "$sanitizer" --tool "$tool" \
+        --error-exitcode 3 "$build/tests/gpu/test_gpu_kernels" "--test-case=$cases" || failed=1
     done
   fi
 fi
@@ -157,12 +170,23 @@ fi
 if has_stage e; then
   # 32 prompts of 128 tokens, 128 new tokens each: the RL batch of a small
   # GRPO run; the throughput batch is 8 x 512. PyTorch trains the same batch.
+  bench_args=(--backend cuda --model llama-3.2-1b --sequences 8 --length 512 --steps 3
+    --rl-sequences 32 --rl-prompt 128 --rl-new-tokens 128 --rl-steps 2 --torch-python "$python")
+  ((torch)) || bench_args+=(--no-torch)
   run_stage "e rl step (ours)" "$out/e_rl_step.log" 240 "$build/benchmarks/cpu/fp8rl_bench_train" \
-    --backend cuda --model llama-3.2-1b --sequences 8 --length 512 --steps 3 \
-    --rl-sequences 32 --rl-prompt 128 --rl-new-tokens 128 --rl-steps 2 --torch-python "$python" || failed=1
-  run_stage "e rl step (PyTorch)" "$out/e_rl_step.log" 180 "$python" "$here/torch_rl_step_baseline.py" \
-    --model llama-3.2-1b --sequences 32 --prompt 128 --new-tokens 128 --steps 2 || failed=1
+    "${bench_args[@]}" || failed=1
+  if ((torch)); then
+    run_stage "e rl step (PyTorch)" "$out/e_rl_step.log" 180 "$python" "$here/torch_rl_step_baseline.py" \
+      --model llama-3.2-1b --sequences 32 --prompt 128 --new-tokens 128 --steps 2 || failed=1
+  fi
 fi
 
-"$python" "$here/gpu_check_summary.py" "$out" | tee "$out/summary.md"
+if has_stage f; then
+  for recipe in bf16 fp8_full; do
+    run_stage "f profile $recipe" "$out/f_profile.log" 90 env FP8RL_LIBRARY="$build/capi/libfp8rl.so" \
+      "$python" "$here/profile_rl_step.py" --recipe "$recipe" || failed=1
+  done
+fi
+
+"$python" "$here/gpu_check_summary.py" "$out" "$status_file" | tee "$out/summary.md"
 exit "$failed"

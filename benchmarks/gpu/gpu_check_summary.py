@@ -3,7 +3,7 @@
 (issue 22), read from the stage logs in the folder given, each target marked
 met, missed or not measured.
 
-  gpu_check_summary.py OUT_DIR
+  gpu_check_summary.py OUT_DIR STAGES_TSV
 """
 
 import json
@@ -19,7 +19,7 @@ def read(folder, name):
 
 def ctest_counts(log):
     """(passed, total, names of the tests that failed or were skipped) from a ctest log, or None."""
-    found = re.findall(r"\d+% tests passed, \d+ tests? failed out of (\d+)", log)
+    found = re.findall(r"\d+% tests passed(?:, \d+ tests? failed)? out of (\d+)", log)
     if not found:
         return None
     passed = len(re.findall(r"Test\s+#\d+: .*\s+Passed\s+[\d.]+ sec", log))
@@ -86,10 +86,10 @@ def verdict(value, ok):
 
 
 def main():
-    folder = sys.argv[1]
+    folder, stages = sys.argv[1], sys.argv[2]
     print("\n## gpu-check stages\n")
     print("| stage | result | seconds |\n| --- | --- | ---: |")
-    for line in read(folder, "stages.tsv").splitlines():
+    for line in read(os.path.dirname(stages), os.path.basename(stages)).splitlines():
         name, result, seconds = line.split("\t")
         print(f"| {name} | {result} | {seconds} |")
 

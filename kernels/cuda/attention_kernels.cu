@@ -153,6 +153,8 @@ __global__ void attention_kernel(AttentionArgs a, AttentionScales scales, float*
     const float l = shared_sum;
     for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
       float acc = 0.0f;
+      // Unrolled so that several rows' loads are in flight; the adds keep key order.
+#pragma unroll 8
       for (int64_t j = 0; j < keys; ++j)
         acc = add_rn(acc, mul_rn(probs[j], cached_value(v_cache, first + j * stride + d)));
       out[d] = attention_output(acc, scales.out, l);
@@ -217,6 +219,7 @@ __global__ void attention_backward_rows_kernel(AttentionBackwardArgs b, Attentio
     __syncthreads();
     for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
       float acc = 0.0f;
+#pragma unroll 8  // as the forward's P.V sum
       for (int64_t j = 0; j < keys; ++j)
         acc = add_rn(acc, mul_rn(dp[j], cached_value(k_cache, first + j * stride + d)));
       dq[d] = mul_rn(acc, grad.dq);
@@ -225,24 +228,50 @@ __global__ void attention_backward_rows_kernel(AttentionBackwardArgs b, Attentio
   }
 }
 
+// Backward, between phases A and B: the tokens of the chunk [t0, t0 + chunk)
+// that can add into each cache row, as a range of chunk offsets
+// [first[row], end[row]) covering every valid token whose key range holds
+// the row. first starts at 0x7F7F7F7F (a 0x7F byte fill, above any chunk
+// offset: a chunk's workspace stays near 64 MiB) and end at 0, so a row no
+// token reads keeps an empty range. Min and max are order-free, so the
+// atomics leave the same bounds on every run; phase B still tests each token
+// of the range, so the bounds only spare it the tokens that cannot touch the
+// row (without them every CTA walked the whole chunk: half of a training
+// step's device time on Llama-3.2-1B shapes).
+__global__ void attention_backward_row_tokens_kernel(AttentionBackwardArgs b, int64_t t0, int64_t chunk,
+                                                     int32_t* first, int32_t* end) {
+  const AttentionArgs& a = b.forward;
+  for (int64_t offset = blockIdx.x; offset < chunk; offset += gridDim.x) {
+    const int64_t keys = a.key_count[t0 + offset], begin = a.key_begin[t0 + offset];
+    if (!valid_keys(begin, keys, a.max_key_count, b.cache_row_count)) continue;  // adds nothing in phase B
+    for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
+      atomicMin(first + begin + j, static_cast<int32_t>(offset));
+      atomicMax(end + begin + j, static_cast<int32_t>(offset + 1));
+    }
+  }
+}
+
 // Backward, phase B, for the same chunk: one CTA per (cache row, kv head),
-// each thread owning dims d. It walks the chunk's tokens in ascending order
-// and, for a token whose range holds the row, its group's query heads in
-// ascending order, adding Pv_j dO and dS_j (q^ * grad.dk) into registers: the
-// CPU's order of += into each dk / dv element (transformer_backward_ops.h).
-// Chunks run in ascending order on the stream, so the order holds across them.
+// each thread owning dims d. It walks the row's candidate tokens (above) in
+// ascending order and, for a token whose range holds the row, its group's
+// query heads in ascending order, adding Pv_j dO and dS_j (q^ * grad.dk) into
+// registers: the CPU's order of += into each dk / dv element
+// (transformer_backward_ops.h). Chunks run in ascending order on the stream,
+// so the order holds across them.
 __global__ void attention_backward_kv_kernel(AttentionBackwardArgs b, AttentionGradScales grad, int64_t t0,
-                                             int64_t chunk, const float* workspace) {
+                                             const int32_t* first, const int32_t* end, const float* workspace) {
   const AttentionArgs& a = b.forward;
   const bool fp8_math = a.math == AttentionMath::fp8;
   const int64_t hd = a.head_dim, group = a.heads / a.kv_heads, stride = a.kv_heads * hd;
   const int64_t max_keys = a.max_key_count;
   for (int64_t unit = blockIdx.x; unit < b.cache_row_count * a.kv_heads; unit += gridDim.x) {
     const int64_t row = unit / a.kv_heads, kv_head = unit % a.kv_heads;
+    const int64_t t_end = t0 + end[row];
+    if (t_end == t0) continue;  // CTA-uniform: no token of the chunk reads this row
     for (int64_t d = threadIdx.x; d < hd; d += blockDim.x) {
       const int64_t index = row * stride + kv_head * hd + d;
       float dk = b.dk[index], dv = b.dv[index];
-      for (int64_t t = t0; t < t0 + chunk; ++t) {
+      for (int64_t t = t0 + first[row]; t < t_end; ++t) {
         const int64_t keys = a.key_count[t], begin = a.key_begin[t];
         if (!valid_keys(begin, keys, max_keys, b.cache_row_count) || row < begin || row >= begin + keys) continue;
         const int64_t j = row - begin;
@@ -268,6 +297,33 @@ int64_t backward_chunk_tokens(const AttentionArgs& a) {
   return std::clamp<int64_t>(kBackwardWorkspaceTarget / per_token, 1, a.tokens);
 }
 
+// The backward's workspace: one chunk's weights and score gradients, then the
+// rows' candidate token ranges (first, end), each part 256-byte aligned.
+struct BackwardWorkspace {
+  float* chunk;    // [chunk tokens, heads, 2, max_key_count]
+  int32_t* first;  // [cache_row_count]
+  int32_t* end;    // [cache_row_count]
+};
+
+size_t aligned_bytes(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+size_t backward_chunk_bytes(const AttentionArgs& a) {
+  return aligned_bytes(
+      static_cast<size_t>(backward_chunk_tokens(a) * a.heads * 2 * static_cast<int64_t>(a.max_key_count)) *
+      sizeof(float));
+}
+
+size_t backward_row_bytes(const AttentionBackwardArgs& b) {
+  return aligned_bytes(static_cast<size_t>(b.cache_row_count) * sizeof(int32_t));
+}
+
+BackwardWorkspace split_backward_workspace(const AttentionBackwardArgs& b, void* workspace) {
+  auto* bytes = static_cast<unsigned char*>(workspace);
+  const size_t chunk = backward_chunk_bytes(b.forward), rows = backward_row_bytes(b);
+  return {reinterpret_cast<float*>(bytes), reinterpret_cast<int32_t*>(bytes + chunk),
+          reinterpret_cast<int32_t*>(bytes + chunk + rows)};
+}
+
 template <typename T>
 void launch_attention_typed(const AttentionArgs& args, const AttentionScales& scales, void* workspace,
                             cudaStream_t stream) {
@@ -285,14 +341,20 @@ void launch_attention_backward_typed(const AttentionBackwardArgs& args, const At
   const size_t shared = static_cast<size_t>(a.head_dim) * sizeof(float);
   // Phase B: one warp per 32 dims, up to 256 threads (larger heads loop).
   const int kv_threads = static_cast<int>(std::clamp<int64_t>(ceil_div(a.head_dim, kWarp) * kWarp, kWarp, 256));
-  float* ws = static_cast<float*>(workspace);
+  const BackwardWorkspace ws = split_backward_workspace(args, workspace);
+  const size_t row_bytes = static_cast<size_t>(args.cache_row_count) * sizeof(int32_t);
   for (int64_t t0 = 0; t0 < a.tokens; t0 += chunk) {
     const int64_t n = std::min(chunk, a.tokens - t0);
     attention_backward_rows_kernel<T>
-        <<<grid_size(n * a.heads, kMaxGrid), kAttentionThreads, shared, stream>>>(args, fwd, grad, t0, n, ws);
+        <<<grid_size(n * a.heads, kMaxGrid), kAttentionThreads, shared, stream>>>(args, fwd, grad, t0, n, ws.chunk);
     check_launch("attention_backward rows kernel launch");
+    check_cuda(cudaMemsetAsync(ws.first, 0x7F, row_bytes, stream), "cudaMemsetAsync of attention_backward rows");
+    check_cuda(cudaMemsetAsync(ws.end, 0, row_bytes, stream), "cudaMemsetAsync of attention_backward rows");
+    attention_backward_row_tokens_kernel<<<grid_size(n, kMaxGrid), kAttentionThreads, 0, stream>>>(args, t0, n, ws.first,
+                                                                                                 ws.end);
+    check_launch("attention_backward row tokens kernel launch");
     attention_backward_kv_kernel<<<grid_size(args.cache_row_count * a.kv_heads, kMaxGrid), kv_threads, 0, stream>>>(
-        args, grad, t0, n, ws);
+        args, grad, t0, ws.first, ws.end, ws.chunk);
     check_launch("attention_backward kv kernel launch");
   }
 }
@@ -333,10 +395,8 @@ void launch_attention(const AttentionArgs& args, void* workspace, cudaStream_t s
 }
 
 size_t attention_backward_workspace_bytes(const AttentionBackwardArgs& args) {
-  const AttentionArgs& a = args.forward;
-  if (a.tokens <= 0) return 0;
-  return static_cast<size_t>(backward_chunk_tokens(a) * a.heads * 2 * static_cast<int64_t>(a.max_key_count)) *
-         sizeof(float);
+  if (args.forward.tokens <= 0) return 0;
+  return backward_chunk_bytes(args.forward) + 2 * backward_row_bytes(args);
 }
 
 void launch_attention_backward(const AttentionBackwardArgs& args, void* workspace, cudaStream_t stream) {

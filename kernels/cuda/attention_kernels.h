@@ -37,12 +37,12 @@ void launch_attention(const AttentionArgs& args, void* workspace, cudaStream_t s
 
 // Bytes of workspace launch_attention_backward needs: two floats per (token,
 // head, key) for a chunk of tokens sized to stay near 64 MiB (at least one
-// token). 0 when tokens is 0.
+// token), and two int32 per cache row. 0 when tokens is 0.
 size_t attention_backward_workspace_bytes(const AttentionBackwardArgs& args);
 
 // Writes dq [tokens, heads, head_dim], adds into dk, dv [cache_row_count,
-// kv_heads, head_dim] in ascending (token, head) order, without atomics:
-// bit-identical to the CPU. Refuses head_dim > 8192 (unsupported; the CPU
+// kv_heads, head_dim] in ascending (token, head) order, without atomics on
+// them: bit-identical to the CPU. Refuses head_dim > 8192 (unsupported; the CPU
 // backend has no such limit).
 // workspace: attention_backward_workspace_bytes.
 void launch_attention_backward(const AttentionBackwardArgs& args, void* workspace, cudaStream_t stream);

@@ -10,13 +10,17 @@ namespace {
 constexpr int64_t kMaxGrid = 1 << 16;
 
 // Scale tensors are small (a few thousand floats per GEMM), so one thread
-// per scale is plenty.
-__global__ void scatter_scales_kernel(const float* src, ScaleRepack p, float* dst) {
-  const int64_t count = p.src_rows * p.src_cols;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+// per destination float is plenty. Each writes its float once, the padding's
+// zero included, so the call needs no separate fill (two small launches per
+// GEMM operand were 9% of FP8 decoding's device time).
+__global__ void repack_scales_kernel(const float* src, ScaleRepack p, float* dst) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < p.dst_count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = i / p.src_cols, c = i % p.src_cols;
-    dst[r * p.row_stride + c * p.col_stride] = src[i];
+    const bool rows_contiguous = p.row_stride == 1;  // else the columns are (ScaleRepack)
+    const int64_t outer = i / (rows_contiguous ? p.col_stride : p.row_stride);
+    const int64_t inner = i % (rows_contiguous ? p.col_stride : p.row_stride);
+    const int64_t r = rows_contiguous ? inner : outer, c = rows_contiguous ? outer : inner;
+    dst[i] = r < p.src_rows && c < p.src_cols ? src[r * p.src_cols + c] : 0.0f;
   }
 }
 
@@ -35,12 +39,9 @@ void repack_scales(const float* src, const ScaleRepack& p, float* dst, cudaStrea
   // Padding entries scale rows and K blocks that hold only zero codes; a
   // zero keeps them finite (uninitialized memory could hold NaN, and 0 * NaN
   // is NaN).
-  check_cuda(cudaMemsetAsync(dst, 0, static_cast<size_t>(p.dst_count) * sizeof(float), stream),
-             "cudaMemsetAsync of cuBLASLt scales");
   constexpr int kThreads = 256;
-  const auto blocks =
-      static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.src_rows * p.src_cols, kThreads), 1, kMaxGrid));
-  scatter_scales_kernel<<<blocks, kThreads, 0, stream>>>(src, p, dst);
+  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(p.dst_count, kThreads), 1, kMaxGrid));
+  repack_scales_kernel<<<blocks, kThreads, 0, stream>>>(src, p, dst);
   check_launch("scale repack kernel launch");
 }
 

@@ -17,7 +17,8 @@
 namespace fp8rl::cuda {
 
 // dst[r * row_stride + c * col_stride] = src[r * src_cols + c] for src
-// [src_rows, src_cols]; every other float of dst[0, dst_count) is 0.
+// [src_rows, src_cols]; every other float of dst[0, dst_count) is 0. One of
+// the strides is 1 (the other, at least 4, spans the contiguous dimension).
 struct ScaleRepack {
   int64_t src_rows;
   int64_t src_cols;
@@ -32,7 +33,7 @@ ScaleRepack vec128_repack(int64_t rows, int64_t padded_rows, int64_t k_blocks);
 // scales [row_blocks, L] of 128x128 blocks -> BLK128x128 layout [row_blocks, L4].
 ScaleRepack blk128x128_repack(int64_t row_blocks, int64_t k_blocks);
 
-// Enqueues the zero fill and the scatter on `stream`.
+// Enqueues the repack (padding zeros included) on `stream`.
 void repack_scales(const float* src, const ScaleRepack& plan, float* dst, cudaStream_t stream);
 
 }  // namespace fp8rl::cuda
