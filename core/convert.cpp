@@ -1,5 +1,8 @@
 #include "convert.h"
 
+#include <cstdint>
+#include <string>
+
 #include "kernels/common/bf16_codec.h"
 #include "kernels/common/fp8_codec.h"
 #include "kernels/error.h"
@@ -39,6 +42,9 @@ void convert_elements(const void* src, ElementType src_type, void* dst, ElementT
                       bool saturate) {
   require(src != nullptr, "src is NULL");
   require(dst != nullptr, "dst is NULL");
+  // One side is F32: a count whose bytes overflow size_t cannot describe an array.
+  require(count <= SIZE_MAX / sizeof(float),
+          "count is " + std::to_string(count) + "; its F32 bytes would overflow size_t");
   const bool narrowing = src_type == ElementType::f32 && (dst_type == ElementType::bf16 || is_fp8(dst_type));
   const bool widening = dst_type == ElementType::f32 && (src_type == ElementType::bf16 || is_fp8(src_type));
   if (!narrowing && !widening)

@@ -45,6 +45,13 @@ Options merge_known_fields(const Options* given, const Options& defaults, const 
 
 }  // namespace detail
 
+// A path argument: neither NULL nor empty (an empty path would reach the
+// file system as "no such file" or "invalid argument", naming nothing).
+inline void require_path(const char* path, const char* name) {
+  require(path != nullptr, std::string(name) + " is NULL");
+  require(*path != '\0', std::string(name) + " is an empty string");
+}
+
 // Copies a caller's options struct, honouring struct_size: a smaller struct
 // from an older header keeps the defaults for the fields it lacks.
 template <class Options>

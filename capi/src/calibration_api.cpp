@@ -4,6 +4,7 @@
 #include "core/policy/calibration.h"
 #include "handles.h"
 #include "options_convert.h"
+#include "sequence_arrays.h"
 
 using namespace fp8rl::capi;
 
@@ -44,7 +45,8 @@ FP8RL_API fp8rl_status fp8rl_policy_recalibrate_attention_scales(fp8rl_policy* p
     auto& impl = policy_of(policy);
     const fp8rl::policy::CalibrationOptions calibration =
         calibration_from(read_options(options, to_public(fp8rl::policy::CalibrationOptions{}), "options"));
-    const fp8rl::rollout::TokenSequences sequences{tokens, offsets, num_sequences};
+    const fp8rl::rollout::TokenSequences sequences =
+        sequences_from(tokens, offsets, num_sequences, "tokens", "offsets", "num_sequences");
     const std::lock_guard<std::mutex> lock(policy->context->impl.mutex());
     fp8rl::policy::recalibrate_attention_scales(impl, sequences, calibration);
   });

@@ -53,6 +53,8 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, con
     fp8rl::require(logp_old != nullptr, "logp_old is NULL");
     fp8rl::require(logp_gen != nullptr, "logp_gen is NULL");
     fp8rl::require(out_metrics != nullptr, "out_metrics is NULL");
+    fp8rl::require(offsets != nullptr, "offsets is NULL");
+    fp8rl::require(num_sequences >= 1, "num_sequences is " + std::to_string(num_sequences) + "; expected >= 1");
     const fp8rl::train::ImportanceOptions importance =
         importance_from(read_options(options, to_public(fp8rl::train::ImportanceOptions{}), "options"), "options");
     fp8rl::train::TokenBatch batch;

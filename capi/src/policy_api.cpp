@@ -105,7 +105,7 @@ FP8RL_API fp8rl_status fp8rl_policy_create_random(fp8rl_context* context, const 
 FP8RL_API fp8rl_status fp8rl_policy_load(fp8rl_context* context, const char* folder, fp8rl_policy** out_policy) {
   return guarded(__func__, [&] {
     context_of(context);
-    fp8rl::require(folder != nullptr, "folder is NULL");
+    require_path(folder, "folder");
     fp8rl::require(out_policy != nullptr, "out_policy is NULL");
     // Reading the files needs no lock: only the policy's construction uses the backend.
     create_policy(context, fp8rl::model::load_hf_model(folder), out_policy);
@@ -115,7 +115,7 @@ FP8RL_API fp8rl_status fp8rl_policy_load(fp8rl_context* context, const char* fol
 FP8RL_API fp8rl_status fp8rl_policy_save(fp8rl_policy* policy, const char* folder, fp8rl_dtype dtype) {
   return guarded(__func__, [&] {
     auto& impl = policy_of(policy);
-    fp8rl::require(folder != nullptr, "folder is NULL");
+    require_path(folder, "folder");
     const fp8rl::io::DType weight_dtype = weight_dtype_from(dtype, "dtype");
     const std::lock_guard<std::mutex> lock(mutex_of(policy));
     fp8rl::model::save_hf_model(folder, impl.params(), weight_dtype);
@@ -125,7 +125,7 @@ FP8RL_API fp8rl_status fp8rl_policy_save(fp8rl_policy* policy, const char* folde
 FP8RL_API fp8rl_status fp8rl_policy_export_fp8(fp8rl_policy* policy, const char* folder) {
   return guarded(__func__, [&] {
     auto& impl = policy_of(policy);
-    fp8rl::require(folder != nullptr, "folder is NULL");
+    require_path(folder, "folder");
     const std::lock_guard<std::mutex> lock(mutex_of(policy));
     fp8rl::policy::export_fp8_checkpoint(impl, folder);
   });
@@ -183,6 +183,8 @@ FP8RL_API fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_mem
 
 FP8RL_API fp8rl_status fp8rl_policy_copy_weights(fp8rl_policy* destination, const fp8rl_policy* source) {
   return guarded(__func__, [&] {
+    fp8rl::require(destination != nullptr, "destination is NULL");
+    fp8rl::require(source != nullptr, "source is NULL");
     auto& target = policy_of(destination);
     const auto& origin = policy_of(source);
     fp8rl::require(destination != source, "destination and source are the same policy");

@@ -11,14 +11,23 @@
 
 namespace fp8rl::capi {
 
+// Refuses an out struct the library could not fill (NULL, or a struct_size
+// it does not know), writing nothing: a call that changes state checks its
+// outputs this way before it changes anything.
 template <class Struct>
-void write_struct(Struct* out, const Struct& value, const char* name) {
+void check_out_struct(const Struct* out, const char* name) {
   require(out != nullptr, std::string(name) + " is NULL");
   const uint32_t size = out->struct_size;
   if (size <= sizeof(uint32_t) || size > sizeof(Struct))
     fail(Status::version_mismatch, std::string(name) + "->struct_size is " + std::to_string(size) +
                                        "; this library expects at most " + std::to_string(sizeof(Struct)) +
                                        " (call the _init function first, and check header and library versions)");
+}
+
+template <class Struct>
+void write_struct(Struct* out, const Struct& value, const char* name) {
+  check_out_struct(out, name);
+  const uint32_t size = out->struct_size;
   Struct copy = value;
   copy.struct_size = size;
   std::memcpy(static_cast<void*>(out), &copy, size);

@@ -274,7 +274,7 @@ FP8RL_API fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_tr
                                           fp8rl_train_metrics* out_metrics) {
   return guarded(__func__, [&] {
     auto& impl = trainer_of(trainer);
-    fp8rl::require(out_metrics != nullptr, "out_metrics is NULL");
+    check_out_struct(out_metrics, "out_metrics");
     const fp8rl_train_batch given = read_options(batch, default_train_batch(), "batch");
     check_arrays_fit_loss(impl.options(), given);
     const train::TrainBatch core_batch = train_batch_from(given);
@@ -293,16 +293,15 @@ FP8RL_API fp8rl_status fp8rl_trainer_iterate(fp8rl_trainer* trainer, const fp8rl
                                              int64_t capacity) {
   return guarded(__func__, [&] {
     auto& impl = trainer_of(trainer);
-    fp8rl::require(out_iteration != nullptr, "out_iteration is NULL");
     fp8rl::require(out_minibatches != nullptr || capacity == 0, "out_minibatches is NULL but capacity is not 0");
     const int64_t steps = impl.options().minibatches;
     fp8rl::require(
         out_minibatches == nullptr || capacity >= steps,
         "capacity is " + std::to_string(capacity) + " but the options take " + std::to_string(steps) + " mini-batches");
     // Every struct_size is checked before the iteration changes anything.
-    write_struct(out_iteration, fp8rl_train_metrics{}, "out_iteration");
+    check_out_struct(out_iteration, "out_iteration");
     for (int64_t k = 0; out_minibatches != nullptr && k < steps; ++k) {
-      write_struct(&out_minibatches[k], fp8rl_train_metrics{}, minibatch_name(k).c_str());
+      check_out_struct(&out_minibatches[k], minibatch_name(k).c_str());
     }
     const fp8rl_train_batch given = read_options(batch, default_train_batch(), "batch");
     check_arrays_fit_loss(impl.options(), given);
@@ -374,7 +373,7 @@ FP8RL_API fp8rl_status fp8rl_trainer_next_seeds(fp8rl_trainer* trainer, int64_t 
 FP8RL_API fp8rl_status fp8rl_trainer_save_state(fp8rl_trainer* trainer, const char* path) {
   return guarded(__func__, [&] {
     auto& impl = trainer_of(trainer);
-    fp8rl::require(path != nullptr, "path is NULL");
+    require_path(path, "path");
     train::TrainingState state;
     {
       const std::lock_guard<std::mutex> lock(mutex_of(trainer));
@@ -387,7 +386,7 @@ FP8RL_API fp8rl_status fp8rl_trainer_save_state(fp8rl_trainer* trainer, const ch
 FP8RL_API fp8rl_status fp8rl_trainer_load_state(fp8rl_trainer* trainer, const char* path) {
   return guarded(__func__, [&] {
     auto& impl = trainer_of(trainer);
-    fp8rl::require(path != nullptr, "path is NULL");
+    require_path(path, "path");
     const train::TrainingState state = train::load_training_state(path);  // validated before anything changes
     const std::lock_guard<std::mutex> lock(mutex_of(trainer));
     impl.restore(state);

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/io/regular_file.h"
 #include "kernels/error.h"
 
 namespace fp8rl::io {
@@ -69,6 +70,7 @@ void remove_if_abandoned(const std::string& path) {
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  require_regular_or_absent(path_);
   // A cleaner may unlink a temporary between its creation and our lock; the
   // link count tells, and a fresh name is taken.
   for (;;) {
@@ -122,6 +124,13 @@ void AtomicFileWriter::commit() {
     fail_errno(temp_, "fsync", error_number);
   }
   // Renamed while still locked, so no cleaner can take it for abandoned.
+  // Checked again: something other than a file may have appeared meanwhile.
+  try {
+    require_regular_or_absent(path_);
+  } catch (...) {
+    abandon();
+    throw;
+  }
   if (::rename(temp_.c_str(), path_.c_str()) != 0) {
     const int error_number = errno;
     abandon();

@@ -20,7 +20,9 @@
 namespace fp8rl::io {
 
 // Not thread-safe; one writer per thread. Errors: io_error naming the
-// temporary or target path with the errno text; the temporary is removed.
+// temporary or target path with the errno text, or when the target exists
+// and is not a regular file (checked at construction and before the rename:
+// a save never replaces a device, pipe or folder); the temporary is removed.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::string path);

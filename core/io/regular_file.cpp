@@ -34,6 +34,15 @@ void require_regular(const std::string& path, const struct stat& info) {
 
 }  // namespace
 
+void require_regular_or_absent(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0) {
+    require_regular(path, info);
+  } else if (errno != ENOENT) {
+    fail_errno(path, "stat", errno);
+  }
+}
+
 RegularFile::RegularFile(const std::string& path) : path_(path) {
   // stat first: open() on a FIFO would block until a writer appears.
   struct stat info {};

@@ -43,6 +43,13 @@ class RegularFile {
   void release() noexcept;
 };
 
+// Throws io_error ("<path>: is a character device, not a regular file") when
+// path names something other than a regular file (symlinks followed); a
+// missing path passes. What a save checks before it replaces path: renaming a
+// file over a device node or a named pipe would replace it, and a root
+// process may do so in /dev.
+void require_regular_or_absent(const std::string& path);
+
 // The whole file as text; corrupt_data naming the limit when it is larger
 // than max_bytes (checked before anything is read), io_error as above.
 std::string read_small_file(const std::string& path, size_t max_bytes);

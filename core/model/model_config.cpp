@@ -58,7 +58,6 @@ void check_sizes(const ModelConfig& c, Status status, const std::string& where) 
   check_positive(c.num_layers, "num_hidden_layers", status, where);
   check_positive(c.num_attention_heads, "num_attention_heads", status, where);
   check_positive(c.num_key_value_heads, "num_key_value_heads", status, where);
-  check_positive(c.head_dim, "head_dim", status, where);
   check_positive(c.intermediate_size, "intermediate_size", status, where);
   check_positive(c.max_position_embeddings, "max_position_embeddings", status, where);
 }
@@ -180,6 +179,9 @@ void check_model_config(const ModelConfig& config, Status status, const std::str
   check_sizes(config, status, where);
   // Before any rule that multiplies sizes, so those products cannot overflow.
   check_limits(config, status, where);
+  // After the limits: an implied head_dim is hidden / heads, so a head count
+  // beyond its limit would otherwise be reported as head_dim 0.
+  check_positive(config.head_dim, "head_dim", status, where);
   check_heads(config, status, where);
   check_positive(config.rms_norm_eps, "rms_norm_eps", status, where);
   check_rope(config, status, where);

@@ -1,5 +1,7 @@
 #include "core/policy/recipe.h"
 
+#include <string>
+
 #include "kernels/error.h"
 
 namespace fp8rl::policy {
@@ -17,8 +19,10 @@ void validate_recipe(const Recipe& recipe) {
   require(valid_precision(recipe.attention), "recipe: attention precision must be BF16 or FP8");
   require(recipe.scale_format == ScaleFormat::fp32 || recipe.scale_format == ScaleFormat::pow2,
           "recipe: scale format must be FP32 or power-of-2");
-  require(recipe.bf16_first_layers >= 0 && recipe.bf16_last_layers >= 0,
-          "recipe: the numbers of first and last BF16 layers must not be negative");
+  require(recipe.bf16_first_layers >= 0,
+          "recipe: bf16_first_layers must not be negative, got " + std::to_string(recipe.bf16_first_layers));
+  require(recipe.bf16_last_layers >= 0,
+          "recipe: bf16_last_layers must not be negative, got " + std::to_string(recipe.bf16_last_layers));
   require(!(recipe.attention == Precision::fp8 && recipe.kv_cache != Precision::fp8),
           "recipe: FP8 attention reads E4M3 keys and values, so it needs the FP8 KV cache");
 }

@@ -15,7 +15,7 @@ void validate_adamw_options(const AdamWOptions& o) {
           "AdamW: beta1 must be in [0, 1), got " + std::to_string(o.beta1));
   require(std::isfinite(o.beta2) && o.beta2 >= 0.0 && o.beta2 < 1.0,
           "AdamW: beta2 must be in [0, 1), got " + std::to_string(o.beta2));
-  require(std::isfinite(o.eps) && o.eps > 0.0, "AdamW: eps must be finite and > 0, got " + std::to_string(o.eps));
+  require(std::isfinite(o.eps) && o.eps > 0.0, "AdamW: adam_epsilon (eps) must be finite and > 0, got " + std::to_string(o.eps));
   require(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0,
           "AdamW: weight_decay must be finite and >= 0, got " + std::to_string(o.weight_decay));
 }

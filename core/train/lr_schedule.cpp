@@ -14,8 +14,9 @@ void validate_lr_schedule(const LrSchedule& s) {
               s.kind == LrScheduleKind::warmup_cosine,
           "lr schedule: unknown kind " + std::to_string(static_cast<int>(s.kind)));
   require(std::isfinite(s.base_lr) && s.base_lr >= 0.0,
-          "lr schedule: base_lr must be finite and >= 0, got " + std::to_string(s.base_lr));
+          "lr schedule: learning_rate (base_lr) must be finite and >= 0, got " + std::to_string(s.base_lr));
   require(s.warmup_steps >= 0, "lr schedule: warmup_steps must be >= 0, got " + std::to_string(s.warmup_steps));
+  require(s.total_steps >= 0, "lr schedule: total_steps must be >= 0, got " + std::to_string(s.total_steps));
   require(std::isfinite(s.min_lr_ratio) && s.min_lr_ratio >= 0.0 && s.min_lr_ratio <= 1.0,
           "lr schedule: min_lr_ratio must be in [0, 1], got " + std::to_string(s.min_lr_ratio));
   if (s.kind == LrScheduleKind::warmup_cosine) {

@@ -39,7 +39,7 @@ struct LrSchedule {
 LrSchedule lr_schedule_defaults();
 
 // Throws Error(invalid_argument) when base_lr is negative or not finite,
-// warmup_steps < 0, min_lr_ratio outside [0, 1], or, for warmup_cosine,
+// warmup_steps or total_steps < 0, min_lr_ratio outside [0, 1], or, for warmup_cosine,
 // total_steps < 1 or warmup_steps > total_steps.
 void validate_lr_schedule(const LrSchedule& schedule);
 

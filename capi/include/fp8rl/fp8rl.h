@@ -21,9 +21,11 @@
  *  - Arrays cross the ABI as pointer + element count; the caller owns them.
  *  - Handles are opaque, created by `_create` and released by `_destroy`.
  *  - No function aborts, exits, or writes to stdout; diagnostics go to the
- *    context's log callback. Bad input (NULL, a size out of range, an enum
- *    value outside its list, NaN) is ::FP8RL_ERROR_INVALID_ARGUMENT with a
- *    message that names the argument or field, and changes nothing.
+ *    context's log callback. Bad input (NULL, an empty path, a size out of
+ *    range, an enum value outside its list, NaN) is
+ *    ::FP8RL_ERROR_INVALID_ARGUMENT with a message that names the argument or
+ *    field, and changes nothing (tests/capi/bad_input_table_test.cpp calls
+ *    every function so).
  *  - Files are untrusted input. Loads read only regular files (symlinks to
  *    them are followed): a named pipe, device or folder in place of a file is
  *    ::FP8RL_ERROR_IO, refused before it is opened, so it never blocks. Files
@@ -39,7 +41,8 @@
  *    Beyond them: ::FP8RL_ERROR_INVALID_ARGUMENT for a config built in code,
  *    ::FP8RL_ERROR_CORRUPT_DATA for one read from a file.
  *  - Saves are atomic per file (a temporary, unique per call, renamed into
- *    place) and a model folder is locked (flock) exclusively while it is
+ *    place), never replace what is not a regular file (a device, a named pipe
+ *    or a folder at the target path is ::FP8RL_ERROR_IO), and a model folder is locked (flock) exclusively while it is
  *    saved and shared while it is loaded, so concurrent saves into one
  *    folder leave one whole model and a load never mixes two saves. The
  *    temporaries a killed save leaves are removed by the next save there.
@@ -1444,6 +1447,8 @@ FP8RL_API fp8rl_status fp8rl_rollout_seconds(const fp8rl_rollout* rollout, doubl
  * @param dst_dtype Output element type.
  * @param count Number of elements.
  * @param saturate Overflow behaviour for FP8 outputs (ignored otherwise).
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, an unknown dtype, or a count whose
+ *         F32 bytes overflow size_t.
  * @retval FP8RL_ERROR_UNSUPPORTED for pairs other than F32 <-> {BF16, E4M3, E5M2}.
  * Thread-safe.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
@@ -1534,6 +1539,8 @@ FP8RL_API fp8rl_status fp8rl_quantize(fp8rl_context* context, const fp8rl_quanti
  * @param cols Columns of the original matrix.
  * @param[out] output Caller-owned row-major [rows, cols] floats.
  * @param output_count Capacity of @p output; must equal rows * cols.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, a bad shape, counts that do not match.
+ * @retval FP8RL_ERROR_NON_FINITE for a scale that is not a finite positive number.
  * Thread-safe; calls on one context are serialized.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
