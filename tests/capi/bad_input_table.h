@@ -27,13 +27,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <limits>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -114,7 +115,10 @@ class Scratch {
     REQUIRE(mkdir(path("empty_model").c_str(), 0700) == 0);
     std::ofstream(path("empty_model/config.json")).flush();
   }
-  ~Scratch() { std::system(("rm -rf '" + root_ + "'").c_str()); }
+  ~Scratch() {
+    std::error_code ignored;  // a leftover temporary folder is not worth failing the run for
+    std::filesystem::remove_all(root_, ignored);
+  }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
 
