@@ -1,5 +1,7 @@
 #include "core/train/param_arena.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "kernels/common/quant_layout.h"
@@ -17,12 +19,13 @@ model::ModelParams& mutable_view(const model::ModelParams& params) {
 
 ArenaLayout::ArenaLayout(model::ModelParams& params) {
   model::for_each_tensor(params,
-                         [&](const std::string& name, const std::vector<int64_t>& shape, model::HostTensor& tensor) {
+                         [&](const std::string& name, const std::vector<int64_t>& shape, model::HostTensor&) {
                            ArenaTensor t;
                            t.name = name;
                            t.shape = shape;
                            t.offset = aligned(total);
-                           t.size = static_cast<int64_t>(tensor.data.size());
+                           t.size = 1;
+                           for (int64_t dim : shape) t.size *= dim;
                            t.decay = shape.size() == 2;
                            total = t.offset + t.size;
                            tensors.push_back(std::move(t));
@@ -39,6 +42,22 @@ std::vector<int64_t> ArenaLayout::shard_points() const {
   }
   if (points.empty() || points.front() != 0) points.insert(points.begin(), 0);
   return points;
+}
+
+std::vector<int64_t> ArenaLayout::shard_bounds(int world_size) const {
+  require(world_size >= 1, "parameter arena: world size must be >= 1, got " + std::to_string(world_size));
+  const std::vector<int64_t> points = shard_points();
+  std::vector<int64_t> bounds{0};
+  for (int r = 1; r < world_size; ++r) {
+    const int64_t target = total * r / world_size;
+    // The first point at or after the target, or the one before it when closer.
+    auto next = std::lower_bound(points.begin(), points.end(), target);
+    int64_t chosen = next == points.end() ? total : *next;
+    if (next != points.begin() && target - *std::prev(next) < chosen - target) chosen = *std::prev(next);
+    bounds.push_back(std::max(chosen, bounds.back()));
+  }
+  bounds.push_back(total);
+  return bounds;
 }
 
 ParamArena::ParamArena(Backend& backend, model::ModelParams& params)

@@ -43,9 +43,15 @@ struct ArenaLayout {
   std::vector<ArenaTensor> tensors;  // for_each_tensor order
   int64_t total = 0;                 // elements of each buffer, gaps included
 
+  // From the tensors' shapes alone: params may hold no values (planning).
   explicit ArenaLayout(model::ModelParams& params);
   // Ascending offsets where a shard may begin (0 first; total not included).
   std::vector<int64_t> shard_points() const;
+  // The data-parallel partition: [world_size + 1] ascending offsets from 0 to
+  // total; rank r owns [bounds[r], bounds[r + 1]), whose inner bounds are the
+  // shard points nearest to r * total / world_size (a shard may be empty when
+  // the model has fewer shard points than ranks).
+  std::vector<int64_t> shard_bounds(int world_size) const;
 };
 
 class ParamArena : public policy::DeviceMasters {

@@ -161,6 +161,7 @@ typedef enum fp8rl_status FP8RL_ENUM_INT32 {
   FP8RL_ERROR_UNSUPPORTED = 8,          /**< Valid request this build or backend does not support. */
   FP8RL_ERROR_CUDA = 9,                 /**< A CUDA or cuBLASLt call failed. */
   FP8RL_ERROR_INTERNAL = 10,            /**< A bug in fp8rl: please report it. */
+  FP8RL_ERROR_DISTRIBUTED = 11,         /**< A collective failed: a peer died, timed out or called out of order. */
   FP8RL_STATUS_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
 } fp8rl_status;
 
@@ -237,6 +238,9 @@ typedef void (*fp8rl_log_callback)(fp8rl_log_level level, const char* message, v
 /** Opaque handle: a backend (device, threads, memory) plus logging. */
 typedef struct fp8rl_context fp8rl_context;
 
+/** Opaque handle: a group of processes (ranks) that train one policy together; see @ref distributed. */
+typedef struct fp8rl_communicator fp8rl_communicator;
+
 /** Options for fp8rl_context_create(). Fill with fp8rl_context_options_init(). */
 typedef struct fp8rl_context_options {
   uint32_t struct_size;            /**< sizeof(fp8rl_context_options), set by the init function. */
@@ -246,6 +250,10 @@ typedef struct fp8rl_context_options {
   fp8rl_log_level log_level;       /**< Messages below this level are dropped; default ::FP8RL_LOG_WARNING. */
   fp8rl_log_callback log_callback; /**< NULL (default) discards all messages. */
   void* log_user_data;             /**< Passed to log_callback unchanged. */
+  /** The ranks this process trains with (data parallelism); NULL (default): a
+   *  single process. The context keeps its own reference: the caller may
+   *  destroy its handle once the context is created. */
+  fp8rl_communicator* communicator;
 } fp8rl_context_options;
 
 /**
@@ -310,6 +318,172 @@ FP8RL_API fp8rl_status fp8rl_context_get_num_threads(const fp8rl_context* contex
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_context_get_description(const fp8rl_context* context, const char** out_description);
+
+/**
+ * @brief This process's rank in the context's communicator (0 without one).
+ * @param context A valid context.
+ * @param[out] out_rank Receives the rank, in [0, world size).
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_context_get_rank(const fp8rl_context* context, int32_t* out_rank);
+
+/**
+ * @brief The number of ranks in the context's communicator (1 without one).
+ * @param context A valid context.
+ * @param[out] out_world_size Receives the world size (>= 1).
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_context_get_world_size(const fp8rl_context* context, int32_t* out_world_size);
+
+/** @} */
+
+/** @defgroup distributed Communicators for data parallelism
+ *
+ * N processes (ranks) train one policy together: each generates and trains
+ * on its own rollouts, gradients are summed over the ranks, each rank updates
+ * its own slice of the optimizer state, and the updated weights are gathered
+ * so that every rank holds bitwise the same compute weights and scales. A
+ * communicator carries the collectives; the library never opens sockets of
+ * its own. Three kinds:
+ *  - MPI over host memory, from a communicator the host already has:
+ *    fp8rl_mpi_communicator_create() in the companion library libfp8rl_mpi
+ *    (header fp8rl/fp8rl_mpi.h), so that libfp8rl itself loads without MPI;
+ *  - NCCL over GPU memory: fp8rl_nccl_unique_id() on one rank, the 128 bytes
+ *    sent to the others by the host's own means, then
+ *    fp8rl_communicator_create_nccl() on every rank;
+ *  - the host's own collectives (torch.distributed, Ray, a simulator's
+ *    transport): fp8rl_communicator_create_from_callbacks().
+ * A communicator is given to fp8rl_context_create() through
+ * ::fp8rl_context_options::communicator. Every rank must make the same
+ * training calls in the same order (the collectives inside them must match).
+ *  @{ */
+
+/** Element types of the buffers handed to ::fp8rl_collective_callbacks. */
+typedef enum fp8rl_element_type FP8RL_ENUM_INT32 {
+  FP8RL_ELEMENT_F32 = 0,                      /**< float */
+  FP8RL_ELEMENT_F64 = 1,                      /**< double */
+  FP8RL_ELEMENT_I64 = 2,                      /**< int64_t */
+  FP8RL_ELEMENT_U8 = 3,                       /**< bytes (gathers and broadcasts only, never summed) */
+  FP8RL_ELEMENT_TYPE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
+} fp8rl_element_type;
+
+/**
+ * @brief Collectives the host implements over host memory (all in place).
+ *
+ * Each function returns 0 on success and any other value on failure (the
+ * training call then fails with ::FP8RL_ERROR_DISTRIBUTED, naming the
+ * collective, the rank and error_message() when given). The varying-count
+ * collectives take counts[world_size] in elements; rank r's part of data
+ * starts at element counts[0] + ... + counts[r-1]. Called on the thread that
+ * makes the training call; user_data is passed back unchanged.
+ */
+typedef struct fp8rl_collective_callbacks {
+  uint32_t struct_size; /**< sizeof(fp8rl_collective_callbacks). */
+  int32_t rank;         /**< This process's rank, in [0, world_size). */
+  int32_t world_size;   /**< Number of ranks, >= 1. */
+  /** Required: data[count] = its element-wise sum over the ranks (type F32, F64 or I64). */
+  int (*all_reduce_sum)(void* data, int64_t count, fp8rl_element_type type, void* user_data);
+  /** Optional: rank r's part of data = that part's sum over the ranks; the
+   *  rest is then unspecified. NULL: the library uses all_reduce_sum. */
+  int (*reduce_scatter_sum)(void* data, const int64_t* counts, fp8rl_element_type type, void* user_data);
+  /** Required: every rank receives every rank's part of data. */
+  int (*all_gather)(void* data, const int64_t* counts, fp8rl_element_type type, void* user_data);
+  /** Required: data[count] = root's. */
+  int (*broadcast)(void* data, int64_t count, fp8rl_element_type type, int32_t root, void* user_data);
+  /** Optional: returns when every rank has called it. NULL: a one-value all_reduce_sum. */
+  int (*barrier)(void* user_data);
+  /** Optional: why the last failing call failed; the text is copied at once. */
+  const char* (*error_message)(void* user_data);
+  /** Optional: called once when the last reference to the communicator goes
+   *  (the handle and every context using it destroyed), to free user_data. */
+  void (*destroy)(void* user_data);
+  /** Optional: a short name for messages and descriptions, e.g. "torch.distributed"; copied. */
+  const char* name;
+  void* user_data; /**< Passed to every callback. */
+} fp8rl_collective_callbacks;
+
+/**
+ * @brief Creates a communicator over the host's own collectives.
+ * @param callbacks Read during the call (the pointers and user_data are kept).
+ * @param[out] out_communicator Receives the new communicator; the caller
+ *             releases it with fp8rl_communicator_destroy().
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for a NULL required callback, a rank
+ *         outside [0, world_size) or world_size < 1.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH for an unknown struct_size.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_communicator_create_from_callbacks(const fp8rl_collective_callbacks* callbacks,
+                                                                fp8rl_communicator** out_communicator);
+
+/**
+ * @brief Writes a new NCCL unique id: call it on one rank and hand the bytes to all.
+ * @param[out] out_id 128 caller-owned bytes.
+ * @retval FP8RL_ERROR_UNSUPPORTED if this build has no CUDA backend.
+ * @retval FP8RL_ERROR_BACKEND_UNAVAILABLE if the NCCL library (libnccl.so.2) cannot be loaded.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_nccl_unique_id(uint8_t out_id[128]);
+
+/**
+ * @brief Creates an NCCL communicator over GPU memory; every rank calls it with the same id.
+ *
+ * Blocks until all world_size ranks have joined. The context given this
+ * communicator must run on the CUDA backend on the same device. A
+ * collective that does not complete within timeout_seconds (a dead or
+ * out-of-order peer) is aborted and fails with ::FP8RL_ERROR_DISTRIBUTED.
+ * @param id The 128 bytes fp8rl_nccl_unique_id() wrote on one rank.
+ * @param rank This process's rank, in [0, world_size).
+ * @param world_size Number of ranks, >= 1.
+ * @param cuda_device The CUDA device ordinal this rank uses.
+ * @param timeout_seconds > 0: how long a collective may wait for its peers.
+ * @param[out] out_communicator Receives the new communicator; release it with fp8rl_communicator_destroy().
+ * @retval FP8RL_ERROR_UNSUPPORTED if this build has no CUDA backend.
+ * @retval FP8RL_ERROR_BACKEND_UNAVAILABLE if NCCL cannot be loaded or the device does not exist.
+ * @retval FP8RL_ERROR_DISTRIBUTED if NCCL fails to set up the group.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_communicator_create_nccl(const uint8_t id[128], int32_t rank, int32_t world_size,
+                                                      int32_t cuda_device, double timeout_seconds,
+                                                      fp8rl_communicator** out_communicator);
+
+/**
+ * @brief Releases the caller's reference; contexts created with the communicator keep theirs.
+ * @param communicator The communicator, or NULL (then nothing happens).
+ * Not thread-safe with other calls on the same communicator.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_communicator_destroy(fp8rl_communicator* communicator);
+
+/**
+ * @brief A communicator's rank and world size.
+ * @param communicator A valid communicator.
+ * @param[out] out_rank Receives the rank (may be NULL).
+ * @param[out] out_world_size Receives the world size (may be NULL).
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_communicator_get_rank(const fp8rl_communicator* communicator, int32_t* out_rank,
+                                                   int32_t* out_world_size);
+
+/**
+ * @brief Sets this thread's last error and returns @p status: for companion
+ *        libraries (libfp8rl_mpi) and bindings that report through fp8rl's error model.
+ * @param status The status to report; ::FP8RL_OK clears nothing and returns OK.
+ * @param message NUL-terminated text, copied; NULL reads as an empty message.
+ * Thread-safe.
+ * @return @p status.
+ */
+FP8RL_API fp8rl_status fp8rl_report_error(fp8rl_status status, const char* message);
+
+/** @} */
+
+/** @addtogroup context
+ *  @{ */
 
 /** Build features reported by fp8rl_build_features(). */
 typedef enum fp8rl_feature FP8RL_ENUM_INT32 {
@@ -608,6 +782,8 @@ typedef struct fp8rl_memory_report {
   int64_t gradients;        /**< Trainer: FP32 gradients on the backend (0 for a policy). */
   int64_t optimizer_state;  /**< Trainer: AdamW's two FP32 moments on the backend (0 for a policy). */
   int64_t backward_weights; /**< Trainer: the transposed compute copies its backward pass reads (0 for a policy). */
+  int64_t kv_cache;         /**< Plan only (fp8rl_memory_plan()): the KV cache for the planned tokens; 0 in the
+                                 reports of a policy or trainer (a cache lives only during a generate call). */
 } fp8rl_memory_report;
 
 /**
@@ -631,6 +807,41 @@ FP8RL_API fp8rl_status fp8rl_memory_report_init(fp8rl_memory_report* report);
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_memory_report* out_report);
+
+/**
+ * @brief Plans the memory one rank of a training run holds, from a model config alone (nothing is allocated).
+ *
+ * The same arithmetic as the allocations: at world_size 1 the trainer-related
+ * fields equal fp8rl_trainer_memory() of a trainer of that config and
+ * recipe, and at N ranks rank @p rank's report.
+ * @param config The model (validated as fp8rl_policy_create_random() does; any size within the limits).
+ * @param recipe The precision recipe; NULL: the default (BF16).
+ * @param world_size Ranks training together, >= 1.
+ * @param rank The rank planned for, in [0, world_size) (optimizer shards differ by a few blocks).
+ * @param kv_cache_tokens Tokens (sequences x positions) the KV cache is planned for, >= 0.
+ * @param[out] out_report Receives the plan; out_report->struct_size must be set (fp8rl_memory_report_init()).
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or out-of-range values, naming the argument.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_memory_plan(const fp8rl_model_config* config, const fp8rl_recipe* recipe,
+                                         int32_t world_size, int32_t rank, int64_t kv_cache_tokens,
+                                         fp8rl_memory_report* out_report);
+
+/**
+ * @brief A 64-bit fingerprint of what a policy computes with: every compute
+ *        copy of its weights (BF16 values, E4M3 codes and block scales), its
+ *        attention scales and its recipe.
+ *
+ * Equal fingerprints on all ranks after a step say the ranks generate alike
+ * (data parallelism keeps them bitwise equal). Reads the compute copies back
+ * from the backend: as slow as copying the weights.
+ * @param policy A valid policy.
+ * @param[out] out_fingerprint Receives the fingerprint (FNV-1a over the bytes in a fixed order).
+ * Thread-safe; serialized with calls on the policy's context.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_fingerprint(const fp8rl_policy* policy, uint64_t* out_fingerprint);
 
 /**
  * @brief Copies the master weights and attention scales of @p source into
@@ -1278,6 +1489,12 @@ typedef struct fp8rl_train_metrics {
                                       x = logp - logp_old: how far the policy taking the step has moved from the
                                       one before the iteration (0 on the first mini-batch). */
   int64_t minibatches;           /**< Optimizer steps these metrics cover (1 for one step). */
+  /* Data parallelism (all 0 with one rank). With a communicator every other
+     field is global: counts and means over all ranks' sequences and tokens. */
+  int64_t bytes_reduced;         /**< Bytes this rank sent into gradient reductions. */
+  int64_t bytes_gathered;        /**< Bytes this rank received in weight gathers (FP8 codes and block scales
+                                      for FP8 linear layers, FP32 for the rest). */
+  double communication_seconds;  /**< Time in collectives (included in train_seconds). */
 } fp8rl_train_metrics;
 
 /**
