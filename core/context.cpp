@@ -19,14 +19,21 @@ BackendRequest with_threads(BackendRequest request, int num_threads) {
 
 }  // namespace
 
-Context::Context(const BackendRequest& request, const Logger& logger)
+Context::Context(const BackendRequest& request, const Logger& logger,
+                 std::shared_ptr<dist::Communicator> communicator)
     : Context(create_backend(with_threads(request, resolve_thread_count(request.num_threads)), logger), logger,
-              resolve_thread_count(request.num_threads)) {}
+              resolve_thread_count(request.num_threads), std::move(communicator)) {}
 
-Context::Context(std::unique_ptr<Backend> backend, const Logger& logger, int num_threads)
-    : logger_(logger), num_threads_(num_threads), backend_(std::move(backend)) {
+Context::Context(std::unique_ptr<Backend> backend, const Logger& logger, int num_threads,
+                 std::shared_ptr<dist::Communicator> communicator)
+    : logger_(logger),
+      num_threads_(num_threads),
+      backend_(std::move(backend)),
+      communicator_(communicator ? std::move(communicator) : dist::make_single_process()) {
   require(backend_ != nullptr, "context: no backend");
+  communicator_->bind_backend(*backend_);
   description_ = backend_->description();
+  if (communicator_->size() > 1) description_ += "; " + communicator_->description();
   logger_.log(LogLevel::info, "fp8rl context created on " + description_);
 }
 

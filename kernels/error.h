@@ -21,6 +21,7 @@ enum class Status : int32_t {
   unsupported = 8,
   cuda_error = 9,
   internal = 10,
+  distributed = 11,
 };
 
 class Error : public std::runtime_error {

@@ -18,6 +18,14 @@ void set_last_error(const char* function, const char* message) noexcept {
   }
 }
 
+void set_last_error_text(const char* message) noexcept {
+  try {
+    last_error_message = message;
+  } catch (...) {
+    last_error_message.clear();
+  }
+}
+
 const char* last_error() noexcept { return last_error_message.c_str(); }
 
 fp8rl_status status_from_current_exception(const char* function) noexcept {

@@ -11,6 +11,8 @@
 namespace fp8rl::capi {
 
 void set_last_error(const char* function, const char* message) noexcept;
+// The message as given, without a function name (fp8rl_report_error).
+void set_last_error_text(const char* message) noexcept;
 const char* last_error() noexcept;
 
 fp8rl_status status_from_current_exception(const char* function) noexcept;

@@ -19,6 +19,7 @@ fp8rl_context_options default_context_options() {
   options.log_level = FP8RL_LOG_WARNING;
   options.log_callback = nullptr;
   options.log_user_data = nullptr;
+  options.communicator = nullptr;
   return options;
 }
 
@@ -63,7 +64,9 @@ FP8RL_API fp8rl_status fp8rl_context_create(const fp8rl_context_options* options
   return guarded(__func__, [&] {
     fp8rl::require(out_context != nullptr, "out_context is NULL");
     const auto resolved = fp8rl::capi::read_options(options, default_context_options(), "options");
-    *out_context = new fp8rl_context{fp8rl::Context(backend_request(resolved), logger(resolved))};
+    std::shared_ptr<fp8rl::dist::Communicator> communicator;
+    if (resolved.communicator != nullptr) communicator = resolved.communicator->impl;
+    *out_context = new fp8rl_context{fp8rl::Context(backend_request(resolved), logger(resolved), communicator)};
   });
 }
 
@@ -90,6 +93,22 @@ FP8RL_API fp8rl_status fp8rl_context_get_num_threads(const fp8rl_context* contex
     const auto& impl = context_of(context);
     fp8rl::require(out_num_threads != nullptr, "out_num_threads is NULL");
     *out_num_threads = impl.num_threads();
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_context_get_rank(const fp8rl_context* context, int32_t* out_rank) {
+  return guarded(__func__, [&] {
+    const auto& impl = context_of(context);
+    fp8rl::require(out_rank != nullptr, "out_rank is NULL");
+    *out_rank = impl.rank();
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_context_get_world_size(const fp8rl_context* context, int32_t* out_world_size) {
+  return guarded(__func__, [&] {
+    const auto& impl = context_of(context);
+    fp8rl::require(out_world_size != nullptr, "out_world_size is NULL");
+    *out_world_size = impl.world_size();
   });
 }
 

@@ -7,8 +7,14 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/dist/communicator.h"
 #include "core/policy/policy.h"
 #include "core/train/trainer.h"
+
+// A reference to a communicator: contexts created with it hold their own.
+struct fp8rl_communicator {
+  std::shared_ptr<fp8rl::dist::Communicator> impl;
+};
 
 struct fp8rl_context {
   fp8rl::Context impl;

@@ -5,6 +5,7 @@
 
 #include "api_guard.h"
 #include "core/model/model_params.h"
+#include "core/policy/fingerprint.h"
 #include "core/policy/fp8_export.h"
 #include "enum_mapping.h"
 #include "handles.h"
@@ -178,6 +179,15 @@ FP8RL_API fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_mem
       report.compute_weights = impl.compiled().bytes();
     }
     write_struct(out_report, report, "out_report");
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_policy_fingerprint(const fp8rl_policy* policy, uint64_t* out_fingerprint) {
+  return guarded(__func__, [&] {
+    const auto& impl = policy_of(policy);
+    fp8rl::require(out_fingerprint != nullptr, "out_fingerprint is NULL");
+    const std::lock_guard<std::mutex> lock(mutex_of(policy));
+    *out_fingerprint = fp8rl::policy::fingerprint(impl);
   });
 }
 

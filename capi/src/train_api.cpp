@@ -178,6 +178,9 @@ fp8rl_train_metrics to_public(const train::StepMetrics& m) {
   r.ratio_max = m.loss_stats.ratio_max;
   r.old_policy_kl = m.loss_stats.old_kl_k3_mean;
   r.minibatches = m.minibatches;
+  r.bytes_reduced = m.communication.bytes_reduced;
+  r.bytes_gathered = m.communication.bytes_gathered;
+  r.communication_seconds = m.communication.seconds;
   return r;
 }
 
@@ -375,11 +378,13 @@ FP8RL_API fp8rl_status fp8rl_trainer_save_state(fp8rl_trainer* trainer, const ch
     auto& impl = trainer_of(trainer);
     require_path(path, "path");
     train::TrainingState state;
+    bool writes = true;
     {
       const std::lock_guard<std::mutex> lock(mutex_of(trainer));
-      state = impl.state();
+      state = impl.state();  // with a communicator: gathers every rank's optimizer shard
+      writes = trainer->policy->context->impl.rank() == 0;
     }
-    train::save_training_state(path, state);
+    if (writes) train::save_training_state(path, state);
   });
 }
 

@@ -25,6 +25,7 @@ FP8RL_API const char* fp8rl_status_name(fp8rl_status status) {
     case FP8RL_ERROR_UNSUPPORTED: return "FP8RL_ERROR_UNSUPPORTED";
     case FP8RL_ERROR_CUDA: return "FP8RL_ERROR_CUDA";
     case FP8RL_ERROR_INTERNAL: return "FP8RL_ERROR_INTERNAL";
+    case FP8RL_ERROR_DISTRIBUTED: return "FP8RL_ERROR_DISTRIBUTED";
     case FP8RL_STATUS_FORCE_32BIT: break;
   }
   return "FP8RL_STATUS_UNKNOWN";

@@ -18,6 +18,10 @@
 #include <string>
 #include <vector>
 
+namespace fp8rl {
+class Backend;
+}
+
 namespace fp8rl::dist {
 
 enum class ElementType : uint8_t { f32 = 0, f64 = 1, i64 = 2, u8 = 3 };
@@ -35,6 +39,9 @@ class Communicator {
   virtual BufferSpace space() const = 0;
   // "MPI, rank 1 of 2", for logs and the context's description.
   virtual std::string description() const = 0;
+  // Called by each context that uses the communicator, before its first
+  // collective: a device transport runs on that backend's stream.
+  virtual void bind_backend(Backend& backend) { (void)backend; }
 
   // data[count] = its sum over the ranks.
   virtual void all_reduce_sum(void* data, int64_t count, ElementType type) = 0;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
+#include "core/dist/collectives.h"
 #include "core/rollout/sequence_batch.h"
 
 namespace fp8rl::policy {
@@ -62,6 +64,42 @@ bool AttentionStatistics::empty() const { return q_.empty() || q_[0].empty(); }
 void AttentionStatistics::clear() {
   for (auto* maxima : {&q_, &k_, &v_})
     for (std::vector<float>& layer : *maxima) layer.clear();
+}
+
+// One gather: each rank sends, per array (q, k, v of each layer), its count
+// and then all values; the arrays are rebuilt rank after rank.
+void AttentionStatistics::merge_over_ranks(dist::Collectives& collectives) {
+  if (!collectives.distributed()) return;
+  std::vector<std::vector<float>*> arrays;
+  for (auto* maxima : {&q_, &k_, &v_})
+    for (std::vector<float>& layer : *maxima) arrays.push_back(&layer);
+  std::vector<uint8_t> mine;
+  auto append = [&mine](const void* data, size_t bytes) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    mine.insert(mine.end(), p, p + bytes);
+  };
+  for (const std::vector<float>* a : arrays) {
+    const auto count = static_cast<int64_t>(a->size());
+    append(&count, sizeof(count));
+  }
+  for (const std::vector<float>* a : arrays) append(a->data(), a->size() * sizeof(float));
+
+  std::vector<int64_t> counts;
+  const std::vector<uint8_t> all = collectives.gather_host_bytes(mine, &counts);
+  for (std::vector<float>* a : arrays) a->clear();
+  const std::vector<int64_t> offsets = dist::part_offsets(counts);
+  for (size_t r = 0; r < counts.size(); ++r) {
+    const uint8_t* header = all.data() + offsets[r];
+    const uint8_t* values = header + arrays.size() * sizeof(int64_t);
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      int64_t count = 0;
+      std::memcpy(&count, header + i * sizeof(int64_t), sizeof(count));
+      const size_t first = arrays[i]->size();
+      arrays[i]->resize(first + static_cast<size_t>(count));
+      std::memcpy(arrays[i]->data() + first, values, static_cast<size_t>(count) * sizeof(float));
+      values += static_cast<size_t>(count) * sizeof(float);
+    }
+  }
 }
 
 AttentionScales AttentionStatistics::scales(const CalibrationOptions& options) const {

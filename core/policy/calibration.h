@@ -16,6 +16,10 @@
 #include "core/policy/policy.h"
 #include "core/rollout/token_sequences.h"
 
+namespace fp8rl::dist {
+class Collectives;
+}
+
 namespace fp8rl::policy {
 
 struct CalibrationOptions {
@@ -46,6 +50,9 @@ class AttentionStatistics {
   void clear();
   // Throws invalid_argument when nothing was observed.
   AttentionScales scales(const CalibrationOptions& options) const;
+  // Replaces each layer's maxima by every rank's, rank after rank, so that
+  // every rank takes one percentile over all ranks' tokens: the same scales.
+  void merge_over_ranks(dist::Collectives& collectives);
 
  private:
   void append_row_maxima(const float* x, int64_t tokens, int64_t cols, std::vector<float>& out);

@@ -60,13 +60,18 @@ std::vector<int64_t> ArenaLayout::shard_bounds(int world_size) const {
   return bounds;
 }
 
-ParamArena::ParamArena(Backend& backend, model::ModelParams& params)
-    : backend_(backend),
-      layout_(params),
-      masters_(backend, static_cast<size_t>(layout_.total)),
-      grads_(backend, static_cast<size_t>(layout_.total)),
-      exp_avg_(backend, static_cast<size_t>(layout_.total)),
-      exp_avg_sq_(backend, static_cast<size_t>(layout_.total)) {
+ParamArena::ParamArena(Backend& backend, model::ModelParams& params, int world_size, int rank)
+    : backend_(backend), layout_(params) {
+  require(rank >= 0 && rank < world_size, "parameter arena: rank " + std::to_string(rank) + " of " +
+                                              std::to_string(world_size) + " ranks");
+  const std::vector<int64_t> bounds = layout_.shard_bounds(world_size);
+  shard_begin_ = bounds[static_cast<size_t>(rank)];
+  shard_end_ = bounds[static_cast<size_t>(rank) + 1];
+  for (size_t r = 0; r + 1 < bounds.size(); ++r) shard_counts_.push_back(bounds[r + 1] - bounds[r]);
+  masters_ = DeviceArray<float>(backend, static_cast<size_t>(layout_.total));
+  grads_ = DeviceArray<float>(backend, static_cast<size_t>(layout_.total));
+  exp_avg_ = DeviceArray<float>(backend, static_cast<size_t>(shard_size()));
+  exp_avg_sq_ = DeviceArray<float>(backend, static_cast<size_t>(shard_size()));
   backend_.zero_fill(masters_.data(), static_cast<size_t>(bytes_per_buffer()));
   zero_grads();
   zero_moments();
@@ -98,8 +103,9 @@ float* ParamArena::grad(const model::HostTensor& tensor) {
 void ParamArena::zero_grads() { backend_.zero_fill(grads_.data(), static_cast<size_t>(bytes_per_buffer())); }
 
 void ParamArena::zero_moments() {
-  backend_.zero_fill(exp_avg_.data(), static_cast<size_t>(bytes_per_buffer()));
-  backend_.zero_fill(exp_avg_sq_.data(), static_cast<size_t>(bytes_per_buffer()));
+  if (shard_size() == 0) return;
+  backend_.zero_fill(exp_avg_.data(), static_cast<size_t>(bytes_per_moment()));
+  backend_.zero_fill(exp_avg_sq_.data(), static_cast<size_t>(bytes_per_moment()));
 }
 
 void ParamArena::download(const float* buffer, std::vector<std::vector<float>>& host) const {
@@ -111,15 +117,37 @@ void ParamArena::download(const float* buffer, std::vector<std::vector<float>>& 
   }
 }
 
-void ParamArena::upload(float* buffer, const std::vector<std::vector<float>>& host) {
-  require(host.size() == layout_.tensors.size(), "parameter arena: " + std::to_string(host.size()) +
-                                                     " tensors for an arena of " +
-                                                     std::to_string(layout_.tensors.size()));
-  for (size_t i = 0; i < host.size(); ++i) {
+void ParamArena::download_shard(const float* shard_buffer, std::vector<float>& full) const {
+  full.assign(static_cast<size_t>(layout_.total), 0.0f);
+  if (shard_size() > 0)
+    backend_.download(full.data() + shard_begin_, shard_buffer, static_cast<size_t>(bytes_per_moment()));
+}
+
+void ParamArena::upload_shard(float* shard_buffer, const std::vector<float>& full) {
+  require(static_cast<int64_t>(full.size()) == layout_.total,
+          "parameter arena: " + std::to_string(full.size()) + " values for an arena of " + std::to_string(layout_.total));
+  if (shard_size() > 0)
+    backend_.upload(shard_buffer, full.data() + shard_begin_, static_cast<size_t>(bytes_per_moment()));
+}
+
+std::vector<std::vector<float>> ParamArena::split(const std::vector<float>& full) const {
+  std::vector<std::vector<float>> per_tensor;
+  for (const ArenaTensor& t : layout_.tensors)
+    per_tensor.emplace_back(full.begin() + t.offset, full.begin() + t.offset + t.size);
+  return per_tensor;
+}
+
+std::vector<float> ParamArena::join(const std::vector<std::vector<float>>& per_tensor) const {
+  require(per_tensor.size() == layout_.tensors.size(), "parameter arena: " + std::to_string(per_tensor.size()) +
+                                                           " tensors for an arena of " +
+                                                           std::to_string(layout_.tensors.size()));
+  std::vector<float> full(static_cast<size_t>(layout_.total), 0.0f);
+  for (size_t i = 0; i < per_tensor.size(); ++i) {
     const ArenaTensor& t = layout_.tensors[i];
-    require(static_cast<int64_t>(host[i].size()) == t.size, "parameter arena: " + t.name + " has the wrong size");
-    backend_.upload(buffer + t.offset, host[i].data(), host[i].size() * sizeof(float));
+    require(static_cast<int64_t>(per_tensor[i].size()) == t.size, "parameter arena: " + t.name + " has the wrong size");
+    std::copy(per_tensor[i].begin(), per_tensor[i].end(), full.begin() + t.offset);
   }
+  return full;
 }
 
 void ParamArena::download(model::ModelParams& params) const {

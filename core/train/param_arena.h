@@ -56,26 +56,42 @@ struct ArenaLayout {
 
 class ParamArena : public policy::DeviceMasters {
  public:
-  // Allocates the four buffers, uploads params as the masters and zeroes the rest.
-  ParamArena(Backend& backend, model::ModelParams& params);
+  // Allocates the buffers, uploads params as the masters and zeroes the
+  // rest. Rank `rank` of `world_size` data-parallel ranks holds the moments
+  // of its shard only (layout().shard_bounds(world_size)).
+  ParamArena(Backend& backend, model::ModelParams& params, int world_size = 1, int rank = 0);
 
   const ArenaLayout& layout() const { return layout_; }
-  float* masters() { return masters_.data(); }        // [total]
-  float* grads() { return grads_.data(); }            // [total]
-  float* exp_avg() { return exp_avg_.data(); }        // [total]
-  float* exp_avg_sq() { return exp_avg_sq_.data(); }  // [total]
+  float* masters() { return masters_.data(); }  // [total]
+  float* grads() { return grads_.data(); }      // [total]
+  // The moments of this rank's elements [shard_begin(), shard_end()): [shard_size()].
+  float* exp_avg() { return exp_avg_.data(); }
+  float* exp_avg_sq() { return exp_avg_sq_.data(); }
+
+  int64_t shard_begin() const { return shard_begin_; }
+  int64_t shard_end() const { return shard_end_; }
+  int64_t shard_size() const { return shard_end_ - shard_begin_; }
+  // [world_size]: the elements each rank owns, for the collectives.
+  const std::vector<int64_t>& shard_counts() const { return shard_counts_; }
+  // Moments for checkpoints, as [total] host arrays: download_shard fills
+  // this rank's elements (zeros elsewhere); upload_shard takes them.
+  void download_shard(const float* shard_buffer, std::vector<float>& full) const;
+  void upload_shard(float* shard_buffer, const std::vector<float>& full);
+  // A [total] array per tensor, and back (the gaps stay zero).
+  std::vector<std::vector<float>> split(const std::vector<float>& full) const;
+  std::vector<float> join(const std::vector<std::vector<float>>& per_tensor) const;
 
   // The gradient of `tensor`, a tensor of the params the arena was built or
   // last uploaded from ([tensor size] FP32); null for an empty tensor.
   float* grad(const model::HostTensor& tensor);
   void zero_grads();
 
-  // Per tensor, for checkpoints: host[i] = tensor i's values (resized to fit).
+  // Per tensor, of a [total] buffer (masters, grads): host[i] = tensor i's values (resized to fit).
   void download(const float* buffer, std::vector<std::vector<float>>& host) const;
-  void upload(float* buffer, const std::vector<std::vector<float>>& host);
   void zero_moments();
 
   int64_t bytes_per_buffer() const { return layout_.total * static_cast<int64_t>(sizeof(float)); }
+  int64_t bytes_per_moment() const { return shard_size() * static_cast<int64_t>(sizeof(float)); }
 
   // policy::DeviceMasters
   void download(model::ModelParams& params) const override;
@@ -90,6 +106,8 @@ class ParamArena : public policy::DeviceMasters {
   Backend& backend_;
   ArenaLayout layout_;
   std::map<const model::HostTensor*, size_t> index_of_;  // the policy's tensors -> layout_.tensors
+  int64_t shard_begin_ = 0, shard_end_ = 0;
+  std::vector<int64_t> shard_counts_;
   DeviceArray<float> masters_, grads_, exp_avg_, exp_avg_sq_;
 };
 

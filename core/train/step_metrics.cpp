@@ -51,6 +51,9 @@ StepMetrics summarize_steps(const std::vector<StepMetrics>& steps) {
     total.trained_tokens += m.trained_tokens;
     total.seconds.train += m.seconds.train;
     total.seconds.recalibration += m.seconds.recalibration;
+    total.communication.bytes_reduced += m.communication.bytes_reduced;
+    total.communication.bytes_gathered += m.communication.bytes_gathered;
+    total.communication.seconds += m.communication.seconds;
   }
   const double n = static_cast<double>(steps.size());
   total.minibatches = static_cast<int64_t>(steps.size());

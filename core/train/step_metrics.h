@@ -19,6 +19,13 @@ struct StepSeconds {
   double total() const { return generation + recompute + train + recalibration; }
 };
 
+// Data parallelism's collectives in a step (all 0 with one rank).
+struct StepCommunication {
+  int64_t bytes_reduced = 0;   // sent into gradient reductions
+  int64_t bytes_gathered = 0;  // received in weight gathers
+  double seconds = 0.0;        // in collectives, included in StepSeconds::train
+};
+
 // One optimizer step's metrics, or (IterationMetrics::total) a whole
 // iteration's: then skipped and clipped count the steps, loss and grad_norm
 // are means over the steps, loss statistics and entropy token means over the
@@ -42,6 +49,7 @@ struct StepMetrics {
   int64_t trained_tokens = 0;      // tokens through the forward and backward passes
   double tokens_per_second = 0.0;  // trained_tokens / seconds.train
   StepSeconds seconds;
+  StepCommunication communication;
   double recalibration_fraction = 0.0;  // seconds.recalibration / seconds.total()
 };
 

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <string>
 
+#include "core/dist/collectives.h"
 #include "core/rollout/rollout.h"
 #include "core/rollout/sequence_batch.h"
 #include "core/train/grad_clip.h"
 #include "core/train/param_arena.h"
+#include "core/train/rank_metrics.h"
 #include "core/train/training_pass.h"
 #include "core/train/transposed_model.h"
 #include "kernels/common/adamw_math.h"
@@ -46,12 +49,14 @@ void validate_trainer_options(const TrainerOptions& options) {
 // The parameter arena, the backward machinery and its buffers.
 struct Trainer::Engine {
   Engine(policy::Policy& policy)
-      : arena(policy.context().backend(), policy.host_tensors()),
+      : collectives(policy.context().communicator(), policy.context().backend()),
+        arena(policy.context().backend(), policy.host_tensors(), collectives.size(), collectives.rank()),
         transposed(std::make_unique<TransposedModel>(policy.context().backend(), policy.compiled())),
         transposed_recipe(policy.recipe()),
         pass(policy),
         statistics(policy.context().backend(), policy.config()) {}
 
+  dist::Collectives collectives;
   ParamArena arena;
   std::unique_ptr<TransposedModel> transposed;
   policy::Recipe transposed_recipe;
@@ -73,7 +78,7 @@ struct Trainer::Prepared {
   std::vector<float> advantages;
   const float* logp_gen = nullptr;
   const float* logp_ref = nullptr;
-  double reward_mean = 0.0;
+  double reward_sum = 0.0;  // 0 when advantages were given
   double recompute_seconds = 0.0;
 
   int64_t count() const { return sequences.count; }
@@ -99,6 +104,36 @@ Trainer::Trainer(policy::Policy& policy, const TrainerOptions& options) : policy
   validate_trainer_options(options);
   engine_ = std::make_unique<Engine>(policy);
   policy_.attach_masters(&engine_->arena);
+  if (engine_->collectives.distributed()) start_in_step();
+}
+
+// Data parallelism starts from rank 0's weights and scales (as PyTorch's
+// DistributedDataParallel does); the recipes must already agree.
+void Trainer::start_in_step() {
+  dist::Collectives& c = engine_->collectives;
+  Backend& backend = policy_.context().backend();
+  ParamArena& arena = engine_->arena;
+  const std::string mine = policy::describe_recipe(policy_.recipe());
+  std::vector<int64_t> counts;
+  const std::vector<uint8_t> all = c.gather_host_bytes(std::vector<uint8_t>(mine.begin(), mine.end()), &counts);
+  const std::vector<int64_t> offsets = dist::part_offsets(counts);
+  const std::string first(all.begin(), all.begin() + offsets[1]);
+  for (int r = 1; r < c.size(); ++r) {
+    const std::string theirs(all.begin() + offsets[static_cast<size_t>(r)], all.begin() + offsets[static_cast<size_t>(r) + 1]);
+    if (theirs != first)
+      fail(Status::invalid_argument, "trainer: rank " + std::to_string(r) + " trains in recipe \"" + theirs +
+                                         "\", rank 0 in \"" + first + "\"; every rank must train in one recipe");
+  }
+  c.broadcast(arena.masters(), arena.layout().total, dist::ElementType::f32, 0);
+  policy::AttentionScales scales = policy_.attention_scales();
+  for (std::vector<float>* values : {&scales.q, &scales.k, &scales.v})
+    c.broadcast_host(values->data(), static_cast<int64_t>(values->size()), dist::ElementType::f32, 0);
+  backend.synchronize();
+  policy_.masters_updated();
+  policy_.refit();
+  policy_.set_attention_scales(scales);
+  rebuild_transposed();
+  c.reset_traffic();
 }
 
 // The policy keeps the trained weights: its host copy takes them back.
@@ -159,9 +194,7 @@ Trainer::Prepared Trainer::prepare(const TrainBatch& batch, int64_t minibatches)
     std::vector<float> per_sequence(static_cast<size_t>(p.count()));
     if (batch.rewards) {
       group_advantages(batch.rewards, p.count(), options_.advantages, per_sequence.data());
-      double sum = 0.0;
-      for (int64_t i = 0; i < p.count(); ++i) sum += batch.rewards[i];
-      p.reward_mean = sum / static_cast<double>(p.count());
+      for (int64_t i = 0; i < p.count(); ++i) p.reward_sum += batch.rewards[i];
     } else {
       per_sequence.assign(batch.advantages, batch.advantages + p.count());
     }
@@ -207,9 +240,17 @@ Trainer::Accumulated Trainer::accumulate(Prepared& p, const Slice& slice) {
   result.logp.resize(static_cast<size_t>(p.offsets[static_cast<size_t>(slice.end)] - slice_first));
   result.entropy.resize(result.logp.size());
 
+  // The loss is normalized over every rank's mini-batch: the summed
+  // gradients are then the gradient of the global batch's loss.
   LossScope scope;
   scope.tokens = static_cast<int64_t>(result.logp.size());
   for (int64_t i = slice.begin; i < slice.end; ++i) scope.sequences += p.offsets[i + 1] > p.offsets[i] ? 1 : 0;
+  if (e.collectives.distributed()) {
+    const std::vector<double> global = e.collectives.sum(
+        std::vector<double>{static_cast<double>(scope.tokens), static_cast<double>(scope.sequences)});
+    scope.tokens = static_cast<int64_t>(global[0]);
+    scope.sequences = static_cast<int64_t>(global[1]);
+  }
   std::vector<float> grad_logp;
   for (const rollout::SequenceGroup& group :
        rollout::group_sequences(p.sequences, slice.begin, slice.end, options_.micro_batch_tokens, false)) {
@@ -253,25 +294,45 @@ BatchGradients Trainer::gradients(const TrainBatch& batch) {
 }
 
 // The first non-finite gradient element, as "<tensor> at index <i>": the
-// reason of a skipped step (only then searched for).
+// reason of a skipped step (only then searched for, in each rank's shard of
+// the summed gradients; the lowest rank that finds one names it).
 std::string Trainer::first_non_finite_gradient() {
   Backend& backend = policy_.context().backend();
   ParamArena& arena = engine_->arena;
+  std::string found;
   for (const ArenaTensor& t : arena.layout().tensors) {
-    const int64_t bad = backend.first_non_finite(arena.grads() + t.offset, t.size, 1.0f);
-    if (bad >= 0) return t.name + " at index " + std::to_string(bad);
+    const int64_t begin = std::max(t.offset, arena.shard_begin()), end = std::min(t.offset + t.size, arena.shard_end());
+    if (begin >= end) continue;
+    const int64_t bad = backend.first_non_finite(arena.grads() + begin, end - begin, 1.0f);
+    if (bad >= 0) {
+      found = t.name + " at index " + std::to_string(begin - t.offset + bad);
+      break;
+    }
   }
+  dist::Collectives& c = engine_->collectives;
+  if (!c.distributed()) return found.empty() ? "the gradient norm" : found;
+  std::vector<int64_t> counts;
+  const std::vector<uint8_t> all = c.gather_host_bytes(std::vector<uint8_t>(found.begin(), found.end()), &counts);
+  const std::vector<int64_t> offsets = dist::part_offsets(counts);
+  for (size_t r = 0; r < counts.size(); ++r)
+    if (counts[r] > 0) return std::string(all.begin() + offsets[r], all.begin() + offsets[r + 1]);
   return "the gradient norm";  // unreachable: a non-finite norm has a non-finite term
 }
 
 // Clipping, AdamW and recalibration on the gradients accumulate() left in the
-// arena, all on the backend: only the norm comes back to the host.
+// arena, all on the backend: only the norm comes back to the host. With N
+// ranks: the gradients are reduce-scattered, each rank updates the masters
+// and moments of its shard, and the masters are all-gathered, so every rank
+// requantizes the same weights into bitwise the same compute copies.
 StepMetrics Trainer::optimizer_step(const Accumulated& a) {
   Backend& backend = policy_.context().backend();
   ParamArena& arena = engine_->arena;
+  dist::Collectives& c = engine_->collectives;
   const Clock::time_point start = Clock::now();
   StepMetrics m;
-  const double norm = std::sqrt(backend.sum_of_squares(arena.grads(), arena.layout().total));
+  c.reduce_scatter_sum(arena.grads(), arena.shard_counts());
+  const double norm =
+      std::sqrt(c.sum(backend.sum_of_squares(arena.grads() + arena.shard_begin(), arena.shard_size())));
   GradClipResult clip;
   if (options_.max_grad_norm > 0.0) {
     clip = clip_for_norm(norm, options_.max_grad_norm);
@@ -285,10 +346,14 @@ StepMetrics Trainer::optimizer_step(const Accumulated& a) {
     const AdamWHyperparameters h{options_.optimizer.beta1, options_.optimizer.beta2, options_.optimizer.eps,
                                  options_.optimizer.weight_decay};
     for (const ArenaTensor& t : arena.layout().tensors) {
+      const int64_t begin = std::max(t.offset, arena.shard_begin()), end = std::min(t.offset + t.size, arena.shard_end());
+      if (begin >= end) continue;
       const AdamWScalars scalars = adamw_scalars(h, m.learning_rate, optimizer_steps_, clip.scale, t.decay);
-      backend.adamw_update(arena.masters() + t.offset, arena.grads() + t.offset, arena.exp_avg() + t.offset,
-                           arena.exp_avg_sq() + t.offset, t.size, scalars);
+      const int64_t moment = begin - arena.shard_begin();
+      backend.adamw_update(arena.masters() + begin, arena.grads() + begin, arena.exp_avg() + moment,
+                           arena.exp_avg_sq() + moment, end - begin, scalars);
     }
+    c.all_gather(arena.masters(), arena.shard_counts(), dist::ElementType::f32);
     policy_.masters_updated();
   }
   m.seconds.train = a.seconds + seconds_since(backend, start);
@@ -301,28 +366,59 @@ StepMetrics Trainer::optimizer_step(const Accumulated& a) {
     m.seconds.recalibration = recalibrate();
   }
   m.step = steps_;
-  m.loss = a.loss.loss;
-  m.loss_stats = a.loss.stats;
+  m.loss = c.sum(a.loss.loss);  // each rank's part is normalized by the global counts
+  m.loss_stats = merge_over_ranks(c, a.loss.stats);
   m.grad_norm = clip.norm;
   m.clipped = clip.clipped ? 1 : 0;
   double entropy = 0.0;
   for (float h : a.entropy) entropy += h;
-  m.entropy = a.entropy.empty() ? 0.0 : entropy / static_cast<double>(a.entropy.size());
-  m.completion_tokens = static_cast<int64_t>(a.logp.size());
-  m.trained_tokens = a.fed_tokens;
+  const std::vector<double> totals =
+      c.sum(std::vector<double>{entropy, static_cast<double>(a.logp.size()), static_cast<double>(a.fed_tokens)});
+  m.completion_tokens = static_cast<int64_t>(totals[1]);
+  m.entropy = m.completion_tokens > 0 ? totals[0] / totals[1] : 0.0;
+  m.trained_tokens = static_cast<int64_t>(totals[2]);
+  m.communication = {c.traffic().bytes_reduced, c.traffic().bytes_gathered, c.traffic().seconds};
+  c.reset_traffic();
   return m;
+}
+
+// With N ranks every rank must learn whether any rank's batch was refused
+// before the first collective, or the others would wait in it forever.
+Trainer::Prepared Trainer::prepare_on_every_rank(const TrainBatch& batch, int64_t minibatches) {
+  dist::Collectives& c = engine_->collectives;
+  if (!c.distributed()) return prepare(batch, minibatches);
+  std::optional<Prepared> prepared;
+  Status status = Status::ok;
+  std::string why;
+  try {
+    prepared.emplace(prepare(batch, minibatches));
+  } catch (const Error& error) {
+    status = error.status();
+    why = error.what();
+  }
+  const std::vector<double> statuses = c.gather_host({static_cast<double>(status)});
+  std::vector<int64_t> counts;
+  const std::vector<uint8_t> reasons = c.gather_host_bytes(std::vector<uint8_t>(why.begin(), why.end()), &counts);
+  const std::vector<int64_t> offsets = dist::part_offsets(counts);
+  for (size_t r = 0; r < statuses.size(); ++r) {
+    if (statuses[r] == static_cast<double>(Status::ok)) continue;
+    const std::string reason(reasons.begin() + offsets[r], reasons.begin() + offsets[r + 1]);
+    fail(static_cast<Status>(static_cast<int32_t>(statuses[r])), "rank " + std::to_string(r) + ": " + reason);
+  }
+  return std::move(*prepared);
 }
 
 IterationMetrics Trainer::run_iteration(const TrainBatch& batch, int64_t minibatches) {
   attach();
-  Prepared p = prepare(batch, minibatches);
+  Prepared p = prepare_on_every_rank(batch, minibatches);
   complete_logp_old(p);
+  dist::Collectives& c = engine_->collectives;
   IterationMetrics result;
   for (int64_t k = 0; k < p.minibatches(); ++k) {
     const Slice slice{p.bounds[static_cast<size_t>(k)], p.bounds[static_cast<size_t>(k) + 1],
                       k == 0 && p.logp_old_from_forward};
     StepMetrics m = optimizer_step(accumulate(p, slice));
-    m.sequences = slice.end - slice.begin;
+    m.sequences = c.sum(slice.end - slice.begin);
     finish_timing(m);
     result.minibatches.push_back(std::move(m));
   }
@@ -330,14 +426,15 @@ IterationMetrics Trainer::run_iteration(const TrainBatch& batch, int64_t minibat
   total = summarize_steps(result.minibatches);
   total.seconds.generation = batch.generation_seconds;
   total.seconds.recompute = p.recompute_seconds;
-  total.reward_mean = p.reward_mean;
+  const std::vector<double> rewards = c.sum(std::vector<double>{p.reward_sum, static_cast<double>(p.count())});
+  total.reward_mean = rewards[0] / rewards[1];
   if (p.logp_gen) {
     TokenBatch whole;
     whole.offsets = p.offsets.data();
     whole.count = p.count();
     whole.logp_old = p.logp_old.data();
     whole.logp_gen = p.logp_gen;
-    total.mismatch = mismatch_metrics(whole, options_.loss.importance);
+    total.mismatch = merge_over_ranks(c, mismatch_metrics(whole, options_.loss.importance));
     total.has_mismatch = true;
   }
   finish_timing(total);
@@ -359,7 +456,10 @@ double Trainer::recalibrate() {
   const Clock::time_point start = Clock::now();
   policy_.refit();
   engine_->transposed->refit(policy_.compiled());
-  if (!engine_->statistics.empty()) policy_.set_attention_scales(engine_->statistics.scales(options_.calibration));
+  if (!engine_->statistics.empty()) {
+    engine_->statistics.merge_over_ranks(engine_->collectives);  // one percentile over every rank's tokens
+    policy_.set_attention_scales(engine_->statistics.scales(options_.calibration));
+  }
   return seconds_since(policy_.context().backend(), start);
 }
 
@@ -369,15 +469,27 @@ Trainer::Memory Trainer::memory() const {
   Memory m;
   m.master_weights = engine_->arena.bytes_per_buffer();
   m.gradients = engine_->arena.bytes_per_buffer();
-  m.optimizer_state = 2 * engine_->arena.bytes_per_buffer();
+  m.optimizer_state = 2 * engine_->arena.bytes_per_moment();
   m.backward_weights = engine_->transposed->bytes();
   return m;
 }
 
+// One stream over all ranks: rank r takes the n_r seeds after those of the
+// ranks before it, and every rank's counter moves past all of them, so the
+// union of the ranks' rollouts does not depend on the world size.
 std::vector<uint64_t> Trainer::next_seeds(int64_t n) {
   require(n >= 0, "next_seeds: n must be >= 0");
+  dist::Collectives& c = engine_->collectives;
+  const std::vector<double> counts = c.gather_host({static_cast<double>(n)});
+  uint64_t first = rng_counter_, total = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    const auto count = static_cast<uint64_t>(counts[r]);
+    if (static_cast<int>(r) < c.rank()) first += count;
+    total += count;
+  }
   std::vector<uint64_t> seeds(static_cast<size_t>(n));
-  for (uint64_t& seed : seeds) seed = counter_random_bits(options_.seed, rng_counter_++);
+  for (size_t i = 0; i < seeds.size(); ++i) seeds[i] = counter_random_bits(options_.seed, first + i);
+  rng_counter_ += total;
   return seeds;
 }
 
@@ -389,8 +501,13 @@ TrainingState Trainer::state() {
   s.recipe = policy_.recipe();
   s.scales = policy_.attention_scales();
   if (optimizer_steps_ > 0) {
-    arena.download(arena.exp_avg(), s.exp_avg);
-    arena.download(arena.exp_avg_sq(), s.exp_avg_sq);
+    // Every rank's shard, gathered: the state is whole on every rank.
+    for (auto [shard, out] : {std::pair{arena.exp_avg(), &s.exp_avg}, std::pair{arena.exp_avg_sq(), &s.exp_avg_sq}}) {
+      std::vector<float> full;
+      arena.download_shard(shard, full);
+      engine_->collectives.all_gather_host(full.data(), arena.shard_counts(), dist::ElementType::f32);
+      *out = arena.split(full);
+    }
   }
   s.optimizer_steps = optimizer_steps_;
   s.steps = steps_;
@@ -419,9 +536,9 @@ void Trainer::restore(const TrainingState& s) {
               " are inconsistent");
   policy_.replace_state(s.params, s.recipe, s.scales);  // validates, then replaces (the arena's masters too)
   arena.zero_moments();
-  if (has_moments) {
-    arena.upload(arena.exp_avg(), s.exp_avg);
-    arena.upload(arena.exp_avg_sq(), s.exp_avg_sq);
+  if (has_moments) {  // whole in the state: each rank takes its shard, whatever world size saved it
+    arena.upload_shard(arena.exp_avg(), arena.join(s.exp_avg));
+    arena.upload_shard(arena.exp_avg_sq(), arena.join(s.exp_avg_sq));
   }
   optimizer_steps_ = s.optimizer_steps;
   steps_ = s.steps;

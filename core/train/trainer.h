@@ -150,6 +150,8 @@ class Trainer {
   struct Accumulated;
   IterationMetrics run_iteration(const TrainBatch& batch, int64_t minibatches);
   Prepared prepare(const TrainBatch& batch, int64_t minibatches);
+  Prepared prepare_on_every_rank(const TrainBatch& batch, int64_t minibatches);
+  void start_in_step();
   void complete_logp_old(Prepared& prepared);
   Accumulated accumulate(Prepared& prepared, const Slice& slice);
   StepMetrics optimizer_step(const Accumulated& accumulated);

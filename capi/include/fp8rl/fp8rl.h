@@ -1255,6 +1255,25 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, con
  *  measured in the step's training forward pass. fp8rl_trainer_step() is the
  *  one-mini-batch iteration. The policy then generates with the new weights.
  *
+ *  Data parallelism: a context created with a communicator (@ref
+ *  distributed) makes its trainers data-parallel. Each rank trains on its
+ *  own batch (whole advantage groups: a group never spans ranks); the loss is
+ *  normalized by the token and sequence counts of all ranks' mini-batches;
+ *  gradients are reduce-scattered; each rank keeps the AdamW moments of its
+ *  own slice of the parameters (a 128x128-block-aligned shard, so the
+ *  optimizer state per rank shrinks as 1/N) and updates the master weights
+ *  of that slice; the updated masters are all-gathered, so every rank
+ *  requantizes bitwise the same compute weights. The gradient norm, the Q/K/V
+ *  calibration percentile and every metric are taken over all ranks (the
+ *  metrics are the same on every rank). fp8rl_trainer_create() starts every
+ *  rank from rank 0's weights and attention scales (the recipes must agree).
+ *  These calls are collective, made by every rank in the same order:
+ *  fp8rl_trainer_create(), fp8rl_trainer_step(), fp8rl_trainer_iterate(),
+ *  fp8rl_trainer_recalibrate(), fp8rl_trainer_next_seeds() (one seed stream
+ *  over all ranks: rank r gets the seeds after those of ranks 0..r-1) and
+ *  fp8rl_trainer_save_state() (rank 0 writes the file). A batch refused on
+ *  one rank is refused on all, naming that rank.
+ *
  *  @code
  *  fp8rl_trainer_options options;
  *  fp8rl_trainer_options_init(&options);
