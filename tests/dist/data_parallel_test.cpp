@@ -145,7 +145,7 @@ TEST_CASE("data parallel: N ranks on a split batch equal one rank on the whole b
   }
 }
 
-TEST_CASE("data parallel: each rank holds a 1/N shard of the optimizer state; the state re-shards across world sizes") {
+TEST_CASE("data parallel: each rank holds a 1/N shard of the optimizer state and the state re-shards across world sizes") {
   const model::ModelConfig config = tiny_qwen2();
   const std::vector<RankRecord> one = train_ranks(1, {}, 1);
   for (int world : {2, 3}) {
@@ -222,7 +222,7 @@ TEST_CASE("data parallel: a batch refused on one rank is refused on every rank, 
   }
 }
 
-TEST_CASE("data parallel: ranks start from rank 0's weights; differing recipes are refused on every rank") {
+TEST_CASE("data parallel: ranks start from rank 0's weights and differing recipes are refused on every rank") {
   const model::ModelConfig config = tiny_qwen2();
   std::vector<uint64_t> prints(3);
   run_ranks(3, [&](int rank, Context& context) {

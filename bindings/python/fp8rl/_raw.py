@@ -27,6 +27,7 @@ FP8RL_ERROR_VERSION_MISMATCH = 7
 FP8RL_ERROR_UNSUPPORTED = 8
 FP8RL_ERROR_CUDA = 9
 FP8RL_ERROR_INTERNAL = 10
+FP8RL_ERROR_DISTRIBUTED = 11
 FP8RL_STATUS_FORCE_32BIT = 0x7fffffff
 
 fp8rl_dtype = ctypes.c_int
@@ -54,6 +55,13 @@ FP8RL_LOG_WARNING = 2
 FP8RL_LOG_ERROR = 3
 FP8RL_LOG_OFF = 4
 FP8RL_LOG_FORCE_32BIT = 0x7fffffff
+
+fp8rl_element_type = ctypes.c_int
+FP8RL_ELEMENT_F32 = 0
+FP8RL_ELEMENT_F64 = 1
+FP8RL_ELEMENT_I64 = 2
+FP8RL_ELEMENT_U8 = 3
+FP8RL_ELEMENT_TYPE_FORCE_32BIT = 0x7fffffff
 
 fp8rl_feature = ctypes.c_int
 FP8RL_FEATURE_CUDA = 1
@@ -124,11 +132,12 @@ FP8RL_LAYOUT_BLOCK_128X128 = 2
 FP8RL_LAYOUT_FORCE_32BIT = 0x7fffffff
 
 ENUMS = {
-    'fp8rl_status': {'FP8RL_OK': FP8RL_OK, 'FP8RL_ERROR_INVALID_ARGUMENT': FP8RL_ERROR_INVALID_ARGUMENT, 'FP8RL_ERROR_OUT_OF_MEMORY': FP8RL_ERROR_OUT_OF_MEMORY, 'FP8RL_ERROR_BACKEND_UNAVAILABLE': FP8RL_ERROR_BACKEND_UNAVAILABLE, 'FP8RL_ERROR_NON_FINITE': FP8RL_ERROR_NON_FINITE, 'FP8RL_ERROR_IO': FP8RL_ERROR_IO, 'FP8RL_ERROR_CORRUPT_DATA': FP8RL_ERROR_CORRUPT_DATA, 'FP8RL_ERROR_VERSION_MISMATCH': FP8RL_ERROR_VERSION_MISMATCH, 'FP8RL_ERROR_UNSUPPORTED': FP8RL_ERROR_UNSUPPORTED, 'FP8RL_ERROR_CUDA': FP8RL_ERROR_CUDA, 'FP8RL_ERROR_INTERNAL': FP8RL_ERROR_INTERNAL, 'FP8RL_STATUS_FORCE_32BIT': FP8RL_STATUS_FORCE_32BIT},
+    'fp8rl_status': {'FP8RL_OK': FP8RL_OK, 'FP8RL_ERROR_INVALID_ARGUMENT': FP8RL_ERROR_INVALID_ARGUMENT, 'FP8RL_ERROR_OUT_OF_MEMORY': FP8RL_ERROR_OUT_OF_MEMORY, 'FP8RL_ERROR_BACKEND_UNAVAILABLE': FP8RL_ERROR_BACKEND_UNAVAILABLE, 'FP8RL_ERROR_NON_FINITE': FP8RL_ERROR_NON_FINITE, 'FP8RL_ERROR_IO': FP8RL_ERROR_IO, 'FP8RL_ERROR_CORRUPT_DATA': FP8RL_ERROR_CORRUPT_DATA, 'FP8RL_ERROR_VERSION_MISMATCH': FP8RL_ERROR_VERSION_MISMATCH, 'FP8RL_ERROR_UNSUPPORTED': FP8RL_ERROR_UNSUPPORTED, 'FP8RL_ERROR_CUDA': FP8RL_ERROR_CUDA, 'FP8RL_ERROR_INTERNAL': FP8RL_ERROR_INTERNAL, 'FP8RL_ERROR_DISTRIBUTED': FP8RL_ERROR_DISTRIBUTED, 'FP8RL_STATUS_FORCE_32BIT': FP8RL_STATUS_FORCE_32BIT},
     'fp8rl_dtype': {'FP8RL_DTYPE_F32': FP8RL_DTYPE_F32, 'FP8RL_DTYPE_BF16': FP8RL_DTYPE_BF16, 'FP8RL_DTYPE_E4M3': FP8RL_DTYPE_E4M3, 'FP8RL_DTYPE_E5M2': FP8RL_DTYPE_E5M2, 'FP8RL_DTYPE_FORCE_32BIT': FP8RL_DTYPE_FORCE_32BIT},
     'fp8rl_scale_format': {'FP8RL_SCALE_FP32': FP8RL_SCALE_FP32, 'FP8RL_SCALE_POW2': FP8RL_SCALE_POW2, 'FP8RL_SCALE_FORCE_32BIT': FP8RL_SCALE_FORCE_32BIT},
     'fp8rl_backend': {'FP8RL_BACKEND_AUTO': FP8RL_BACKEND_AUTO, 'FP8RL_BACKEND_CPU': FP8RL_BACKEND_CPU, 'FP8RL_BACKEND_CUDA': FP8RL_BACKEND_CUDA, 'FP8RL_BACKEND_FORCE_32BIT': FP8RL_BACKEND_FORCE_32BIT},
     'fp8rl_log_level': {'FP8RL_LOG_DEBUG': FP8RL_LOG_DEBUG, 'FP8RL_LOG_INFO': FP8RL_LOG_INFO, 'FP8RL_LOG_WARNING': FP8RL_LOG_WARNING, 'FP8RL_LOG_ERROR': FP8RL_LOG_ERROR, 'FP8RL_LOG_OFF': FP8RL_LOG_OFF, 'FP8RL_LOG_FORCE_32BIT': FP8RL_LOG_FORCE_32BIT},
+    'fp8rl_element_type': {'FP8RL_ELEMENT_F32': FP8RL_ELEMENT_F32, 'FP8RL_ELEMENT_F64': FP8RL_ELEMENT_F64, 'FP8RL_ELEMENT_I64': FP8RL_ELEMENT_I64, 'FP8RL_ELEMENT_U8': FP8RL_ELEMENT_U8, 'FP8RL_ELEMENT_TYPE_FORCE_32BIT': FP8RL_ELEMENT_TYPE_FORCE_32BIT},
     'fp8rl_feature': {'FP8RL_FEATURE_CUDA': FP8RL_FEATURE_CUDA, 'FP8RL_FEATURE_AVX2': FP8RL_FEATURE_AVX2, 'FP8RL_FEATURE_AVX512': FP8RL_FEATURE_AVX512, 'FP8RL_FEATURE_FORCE_32BIT': FP8RL_FEATURE_FORCE_32BIT},
     'fp8rl_model_family': {'FP8RL_MODEL_FAMILY_LLAMA': FP8RL_MODEL_FAMILY_LLAMA, 'FP8RL_MODEL_FAMILY_QWEN2': FP8RL_MODEL_FAMILY_QWEN2, 'FP8RL_MODEL_FAMILY_QWEN3': FP8RL_MODEL_FAMILY_QWEN3, 'FP8RL_MODEL_FAMILY_FORCE_32BIT': FP8RL_MODEL_FAMILY_FORCE_32BIT},
     'fp8rl_rope_scaling': {'FP8RL_ROPE_SCALING_NONE': FP8RL_ROPE_SCALING_NONE, 'FP8RL_ROPE_SCALING_LLAMA3': FP8RL_ROPE_SCALING_LLAMA3, 'FP8RL_ROPE_SCALING_FORCE_32BIT': FP8RL_ROPE_SCALING_FORCE_32BIT},
@@ -144,10 +153,16 @@ ENUMS = {
 }
 
 # ---- opaque handles: passed as c_void_p, out-parameters as POINTER(c_void_p)
-OPAQUE_HANDLES = ('fp8rl_context', 'fp8rl_policy', 'fp8rl_rollout', 'fp8rl_trainer')
+OPAQUE_HANDLES = ('fp8rl_context', 'fp8rl_communicator', 'fp8rl_policy', 'fp8rl_rollout', 'fp8rl_trainer')
 
 # ---- callbacks: keep the CFUNCTYPE object alive while the library may call it
 fp8rl_log_callback = ctypes.CFUNCTYPE(None, fp8rl_log_level, ctypes.c_char_p, ctypes.c_void_p)
+fp8rl_all_reduce_sum_callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, fp8rl_element_type, ctypes.c_void_p)
+fp8rl_parts_callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), fp8rl_element_type, ctypes.c_void_p)
+fp8rl_broadcast_callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, fp8rl_element_type, ctypes.c_int32, ctypes.c_void_p)
+fp8rl_barrier_callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+fp8rl_error_message_callback = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)
+fp8rl_destroy_callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 # ---- structs: fields in header order
 
@@ -161,6 +176,24 @@ class fp8rl_context_options(ctypes.Structure):
         ('log_level', fp8rl_log_level),
         ('log_callback', fp8rl_log_callback),
         ('log_user_data', ctypes.c_void_p),  # void*
+        ('communicator', ctypes.c_void_p),  # fp8rl_communicator*
+    ]
+
+
+class fp8rl_collective_callbacks(ctypes.Structure):
+    _fields_ = [
+        ('struct_size', ctypes.c_uint32),
+        ('rank', ctypes.c_int32),
+        ('world_size', ctypes.c_int32),
+        ('all_reduce_sum', fp8rl_all_reduce_sum_callback),
+        ('reduce_scatter_sum', fp8rl_parts_callback),
+        ('all_gather', fp8rl_parts_callback),
+        ('broadcast', fp8rl_broadcast_callback),
+        ('barrier', fp8rl_barrier_callback),
+        ('error_message', fp8rl_error_message_callback),
+        ('destroy', fp8rl_destroy_callback),
+        ('name', ctypes.c_char_p),  # const char*
+        ('user_data', ctypes.c_void_p),  # void*
     ]
 
 
@@ -212,6 +245,7 @@ class fp8rl_memory_report(ctypes.Structure):
         ('gradients', ctypes.c_int64),
         ('optimizer_state', ctypes.c_int64),
         ('backward_weights', ctypes.c_int64),
+        ('kv_cache', ctypes.c_int64),
     ]
 
 
@@ -349,6 +383,9 @@ class fp8rl_train_metrics(ctypes.Structure):
         ('ratio_max', ctypes.c_double),
         ('old_policy_kl', ctypes.c_double),
         ('minibatches', ctypes.c_int64),
+        ('bytes_reduced', ctypes.c_int64),
+        ('bytes_gathered', ctypes.c_int64),
+        ('communication_seconds', ctypes.c_double),
     ]
 
 
@@ -375,7 +412,7 @@ class fp8rl_fp8_matrix(ctypes.Structure):
     ]
 
 
-STRUCTS = (fp8rl_context_options, fp8rl_model_config, fp8rl_recipe, fp8rl_memory_report, fp8rl_calibration_options, fp8rl_sampling_options, fp8rl_importance_options, fp8rl_mismatch_metrics, fp8rl_trainer_options, fp8rl_train_batch, fp8rl_train_metrics, fp8rl_quantize_options, fp8rl_fp8_matrix)
+STRUCTS = (fp8rl_context_options, fp8rl_collective_callbacks, fp8rl_model_config, fp8rl_recipe, fp8rl_memory_report, fp8rl_calibration_options, fp8rl_sampling_options, fp8rl_importance_options, fp8rl_mismatch_metrics, fp8rl_trainer_options, fp8rl_train_batch, fp8rl_train_metrics, fp8rl_quantize_options, fp8rl_fp8_matrix)
 
 # ---- functions: (name, restype, argtypes)
 _FUNCTIONS = (
@@ -389,6 +426,14 @@ _FUNCTIONS = (
     ('fp8rl_context_get_backend', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_backend))),
     ('fp8rl_context_get_num_threads', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32))),
     ('fp8rl_context_get_description', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p))),
+    ('fp8rl_context_get_rank', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32))),
+    ('fp8rl_context_get_world_size', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32))),
+    ('fp8rl_communicator_create_from_callbacks', fp8rl_status, (ctypes.POINTER(fp8rl_collective_callbacks), ctypes.POINTER(ctypes.c_void_p))),
+    ('fp8rl_nccl_unique_id', fp8rl_status, ((ctypes.c_uint8 * 128),)),
+    ('fp8rl_communicator_create_nccl', fp8rl_status, ((ctypes.c_uint8 * 128), ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_double, ctypes.POINTER(ctypes.c_void_p))),
+    ('fp8rl_communicator_destroy', fp8rl_status, (ctypes.c_void_p,)),
+    ('fp8rl_communicator_get_rank', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32))),
+    ('fp8rl_report_error', fp8rl_status, (fp8rl_status, ctypes.c_char_p)),
     ('fp8rl_build_features', fp8rl_status, (ctypes.POINTER(ctypes.c_uint32),)),
     ('fp8rl_model_config_init', fp8rl_status, (ctypes.POINTER(fp8rl_model_config),)),
     ('fp8rl_model_config_parameter_count', fp8rl_status, (ctypes.POINTER(fp8rl_model_config), ctypes.POINTER(ctypes.c_int64))),
@@ -402,6 +447,8 @@ _FUNCTIONS = (
     ('fp8rl_policy_parameter_count', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64))),
     ('fp8rl_memory_report_init', fp8rl_status, (ctypes.POINTER(fp8rl_memory_report),)),
     ('fp8rl_policy_memory', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_memory_report))),
+    ('fp8rl_memory_plan', fp8rl_status, (ctypes.POINTER(fp8rl_model_config), ctypes.POINTER(fp8rl_recipe), ctypes.c_int32, ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(fp8rl_memory_report))),
+    ('fp8rl_policy_fingerprint', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64))),
     ('fp8rl_policy_copy_weights', fp8rl_status, (ctypes.c_void_p, ctypes.c_void_p)),
     ('fp8rl_policy_set_recipe', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_recipe))),
     ('fp8rl_policy_get_recipe', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_recipe))),

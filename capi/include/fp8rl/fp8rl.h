@@ -369,6 +369,21 @@ typedef enum fp8rl_element_type FP8RL_ENUM_INT32 {
   FP8RL_ELEMENT_TYPE_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
 } fp8rl_element_type;
 
+/** @brief ::fp8rl_collective_callbacks::all_reduce_sum: data[count] = its element-wise sum over the ranks. */
+typedef int (*fp8rl_all_reduce_sum_callback)(void* data, int64_t count, fp8rl_element_type type, void* user_data);
+/** @brief ::fp8rl_collective_callbacks::reduce_scatter_sum and ::fp8rl_collective_callbacks::all_gather:
+ *  data holds counts[world_size] elements, rank r's part after those of ranks 0..r-1. */
+typedef int (*fp8rl_parts_callback)(void* data, const int64_t* counts, fp8rl_element_type type, void* user_data);
+/** @brief ::fp8rl_collective_callbacks::broadcast: data[count] = root's. */
+typedef int (*fp8rl_broadcast_callback)(void* data, int64_t count, fp8rl_element_type type, int32_t root,
+                                        void* user_data);
+/** @brief ::fp8rl_collective_callbacks::barrier: returns when every rank has called it. */
+typedef int (*fp8rl_barrier_callback)(void* user_data);
+/** @brief ::fp8rl_collective_callbacks::error_message: why the last failing call failed. */
+typedef const char* (*fp8rl_error_message_callback)(void* user_data);
+/** @brief ::fp8rl_collective_callbacks::destroy: frees user_data. */
+typedef void (*fp8rl_destroy_callback)(void* user_data);
+
 /**
  * @brief Collectives the host implements over host memory (all in place).
  *
@@ -384,21 +399,21 @@ typedef struct fp8rl_collective_callbacks {
   int32_t rank;         /**< This process's rank, in [0, world_size). */
   int32_t world_size;   /**< Number of ranks, >= 1. */
   /** Required: data[count] = its element-wise sum over the ranks (type F32, F64 or I64). */
-  int (*all_reduce_sum)(void* data, int64_t count, fp8rl_element_type type, void* user_data);
+  fp8rl_all_reduce_sum_callback all_reduce_sum;
   /** Optional: rank r's part of data = that part's sum over the ranks; the
    *  rest is then unspecified. NULL: the library uses all_reduce_sum. */
-  int (*reduce_scatter_sum)(void* data, const int64_t* counts, fp8rl_element_type type, void* user_data);
+  fp8rl_parts_callback reduce_scatter_sum;
   /** Required: every rank receives every rank's part of data. */
-  int (*all_gather)(void* data, const int64_t* counts, fp8rl_element_type type, void* user_data);
+  fp8rl_parts_callback all_gather;
   /** Required: data[count] = root's. */
-  int (*broadcast)(void* data, int64_t count, fp8rl_element_type type, int32_t root, void* user_data);
+  fp8rl_broadcast_callback broadcast;
   /** Optional: returns when every rank has called it. NULL: a one-value all_reduce_sum. */
-  int (*barrier)(void* user_data);
+  fp8rl_barrier_callback barrier;
   /** Optional: why the last failing call failed; the text is copied at once. */
-  const char* (*error_message)(void* user_data);
+  fp8rl_error_message_callback error_message;
   /** Optional: called once when the last reference to the communicator goes
    *  (the handle and every context using it destroyed), to free user_data. */
-  void (*destroy)(void* user_data);
+  fp8rl_destroy_callback destroy;
   /** Optional: a short name for messages and descriptions, e.g. "torch.distributed"; copied. */
   const char* name;
   void* user_data; /**< Passed to every callback. */

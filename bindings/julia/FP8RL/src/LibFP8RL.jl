@@ -48,6 +48,7 @@ const FP8RL_ERROR_VERSION_MISMATCH = fp8rl_status(7)
 const FP8RL_ERROR_UNSUPPORTED = fp8rl_status(8)
 const FP8RL_ERROR_CUDA = fp8rl_status(9)
 const FP8RL_ERROR_INTERNAL = fp8rl_status(10)
+const FP8RL_ERROR_DISTRIBUTED = fp8rl_status(11)
 const FP8RL_STATUS_FORCE_32BIT = fp8rl_status(0x7fffffff)
 
 const fp8rl_dtype = Cint
@@ -75,6 +76,13 @@ const FP8RL_LOG_WARNING = fp8rl_log_level(2)
 const FP8RL_LOG_ERROR = fp8rl_log_level(3)
 const FP8RL_LOG_OFF = fp8rl_log_level(4)
 const FP8RL_LOG_FORCE_32BIT = fp8rl_log_level(0x7fffffff)
+
+const fp8rl_element_type = Cint
+const FP8RL_ELEMENT_F32 = fp8rl_element_type(0)
+const FP8RL_ELEMENT_F64 = fp8rl_element_type(1)
+const FP8RL_ELEMENT_I64 = fp8rl_element_type(2)
+const FP8RL_ELEMENT_U8 = fp8rl_element_type(3)
+const FP8RL_ELEMENT_TYPE_FORCE_32BIT = fp8rl_element_type(0x7fffffff)
 
 const fp8rl_feature = Cint
 const FP8RL_FEATURE_CUDA = fp8rl_feature(1)
@@ -146,12 +154,19 @@ const FP8RL_LAYOUT_FORCE_32BIT = fp8rl_block_layout(0x7fffffff)
 
 # ---- opaque handles: only ever behind Ptr
 mutable struct fp8rl_context end
+mutable struct fp8rl_communicator end
 mutable struct fp8rl_policy end
 mutable struct fp8rl_rollout end
 mutable struct fp8rl_trainer end
 
 # ---- callbacks: C function pointers (make them with @cfunction)
 const fp8rl_log_callback = Ptr{Cvoid}  # void (*)(fp8rl_log_level level, const char* message, void* user_data)
+const fp8rl_all_reduce_sum_callback = Ptr{Cvoid}  # int (*)(void* data, int64_t count, fp8rl_element_type type, void* user_data)
+const fp8rl_parts_callback = Ptr{Cvoid}  # int (*)(void* data, const int64_t* counts, fp8rl_element_type type, void* user_data)
+const fp8rl_broadcast_callback = Ptr{Cvoid}  # int (*)(void* data, int64_t count, fp8rl_element_type type, int32_t root, void* user_data)
+const fp8rl_barrier_callback = Ptr{Cvoid}  # int (*)(void* user_data)
+const fp8rl_error_message_callback = Ptr{Cvoid}  # const char* (*)(void* user_data)
+const fp8rl_destroy_callback = Ptr{Cvoid}  # void (*)(void* user_data)
 
 # ---- structs: fields in header order; fill with the matching *_init
 
@@ -163,6 +178,22 @@ struct fp8rl_context_options
     log_level::fp8rl_log_level
     log_callback::fp8rl_log_callback
     log_user_data::Ptr{Cvoid}
+    communicator::Ptr{fp8rl_communicator}
+end
+
+struct fp8rl_collective_callbacks
+    struct_size::UInt32
+    rank::Int32
+    world_size::Int32
+    all_reduce_sum::fp8rl_all_reduce_sum_callback
+    reduce_scatter_sum::fp8rl_parts_callback
+    all_gather::fp8rl_parts_callback
+    broadcast::fp8rl_broadcast_callback
+    barrier::fp8rl_barrier_callback
+    error_message::fp8rl_error_message_callback
+    destroy::fp8rl_destroy_callback
+    name::Cstring
+    user_data::Ptr{Cvoid}
 end
 
 struct fp8rl_model_config
@@ -208,6 +239,7 @@ struct fp8rl_memory_report
     gradients::Int64
     optimizer_state::Int64
     backward_weights::Int64
+    kv_cache::Int64
 end
 
 struct fp8rl_calibration_options
@@ -331,6 +363,9 @@ struct fp8rl_train_metrics
     ratio_max::Cdouble
     old_policy_kl::Cdouble
     minibatches::Int64
+    bytes_reduced::Int64
+    bytes_gathered::Int64
+    communication_seconds::Cdouble
 end
 
 struct fp8rl_quantize_options
@@ -462,6 +497,94 @@ fp8rl_status fp8rl_context_get_description(const fp8rl_context* context, const c
 """
 function fp8rl_context_get_description(context, out_description)
     @ccall $(_symbol(:fp8rl_context_get_description))(context::Ptr{fp8rl_context}, out_description::Ptr{Cstring})::fp8rl_status
+end
+
+"""
+    fp8rl_context_get_rank(context, out_rank)
+
+```c
+fp8rl_status fp8rl_context_get_rank(const fp8rl_context* context, int32_t* out_rank)
+```
+"""
+function fp8rl_context_get_rank(context, out_rank)
+    @ccall $(_symbol(:fp8rl_context_get_rank))(context::Ptr{fp8rl_context}, out_rank::Ptr{Int32})::fp8rl_status
+end
+
+"""
+    fp8rl_context_get_world_size(context, out_world_size)
+
+```c
+fp8rl_status fp8rl_context_get_world_size(const fp8rl_context* context, int32_t* out_world_size)
+```
+"""
+function fp8rl_context_get_world_size(context, out_world_size)
+    @ccall $(_symbol(:fp8rl_context_get_world_size))(context::Ptr{fp8rl_context}, out_world_size::Ptr{Int32})::fp8rl_status
+end
+
+"""
+    fp8rl_communicator_create_from_callbacks(callbacks, out_communicator)
+
+```c
+fp8rl_status fp8rl_communicator_create_from_callbacks(const fp8rl_collective_callbacks* callbacks, fp8rl_communicator** out_communicator)
+```
+"""
+function fp8rl_communicator_create_from_callbacks(callbacks, out_communicator)
+    @ccall $(_symbol(:fp8rl_communicator_create_from_callbacks))(callbacks::Ptr{fp8rl_collective_callbacks}, out_communicator::Ptr{Ptr{fp8rl_communicator}})::fp8rl_status
+end
+
+"""
+    fp8rl_nccl_unique_id(out_id)
+
+```c
+fp8rl_status fp8rl_nccl_unique_id(uint8_t[128] out_id)
+```
+"""
+function fp8rl_nccl_unique_id(out_id)
+    @ccall $(_symbol(:fp8rl_nccl_unique_id))(out_id::NTuple{128, UInt8})::fp8rl_status
+end
+
+"""
+    fp8rl_communicator_create_nccl(id, rank, world_size, cuda_device, timeout_seconds, out_communicator)
+
+```c
+fp8rl_status fp8rl_communicator_create_nccl(const uint8_t[128] id, int32_t rank, int32_t world_size, int32_t cuda_device, double timeout_seconds, fp8rl_communicator** out_communicator)
+```
+"""
+function fp8rl_communicator_create_nccl(id, rank, world_size, cuda_device, timeout_seconds, out_communicator)
+    @ccall $(_symbol(:fp8rl_communicator_create_nccl))(id::NTuple{128, UInt8}, rank::Int32, world_size::Int32, cuda_device::Int32, timeout_seconds::Cdouble, out_communicator::Ptr{Ptr{fp8rl_communicator}})::fp8rl_status
+end
+
+"""
+    fp8rl_communicator_destroy(communicator)
+
+```c
+fp8rl_status fp8rl_communicator_destroy(fp8rl_communicator* communicator)
+```
+"""
+function fp8rl_communicator_destroy(communicator)
+    @ccall $(_symbol(:fp8rl_communicator_destroy))(communicator::Ptr{fp8rl_communicator})::fp8rl_status
+end
+
+"""
+    fp8rl_communicator_get_rank(communicator, out_rank, out_world_size)
+
+```c
+fp8rl_status fp8rl_communicator_get_rank(const fp8rl_communicator* communicator, int32_t* out_rank, int32_t* out_world_size)
+```
+"""
+function fp8rl_communicator_get_rank(communicator, out_rank, out_world_size)
+    @ccall $(_symbol(:fp8rl_communicator_get_rank))(communicator::Ptr{fp8rl_communicator}, out_rank::Ptr{Int32}, out_world_size::Ptr{Int32})::fp8rl_status
+end
+
+"""
+    fp8rl_report_error(status, message)
+
+```c
+fp8rl_status fp8rl_report_error(fp8rl_status status, const char* message)
+```
+"""
+function fp8rl_report_error(status, message)
+    @ccall $(_symbol(:fp8rl_report_error))(status::fp8rl_status, message::Cstring)::fp8rl_status
 end
 
 """
@@ -605,6 +728,28 @@ fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_memory_report
 """
 function fp8rl_policy_memory(policy, out_report)
     @ccall $(_symbol(:fp8rl_policy_memory))(policy::Ptr{fp8rl_policy}, out_report::Ptr{fp8rl_memory_report})::fp8rl_status
+end
+
+"""
+    fp8rl_memory_plan(config, recipe, world_size, rank, kv_cache_tokens, out_report)
+
+```c
+fp8rl_status fp8rl_memory_plan(const fp8rl_model_config* config, const fp8rl_recipe* recipe, int32_t world_size, int32_t rank, int64_t kv_cache_tokens, fp8rl_memory_report* out_report)
+```
+"""
+function fp8rl_memory_plan(config, recipe, world_size, rank, kv_cache_tokens, out_report)
+    @ccall $(_symbol(:fp8rl_memory_plan))(config::Ptr{fp8rl_model_config}, recipe::Ptr{fp8rl_recipe}, world_size::Int32, rank::Int32, kv_cache_tokens::Int64, out_report::Ptr{fp8rl_memory_report})::fp8rl_status
+end
+
+"""
+    fp8rl_policy_fingerprint(policy, out_fingerprint)
+
+```c
+fp8rl_status fp8rl_policy_fingerprint(const fp8rl_policy* policy, uint64_t* out_fingerprint)
+```
+"""
+function fp8rl_policy_fingerprint(policy, out_fingerprint)
+    @ccall $(_symbol(:fp8rl_policy_fingerprint))(policy::Ptr{fp8rl_policy}, out_fingerprint::Ptr{UInt64})::fp8rl_status
 end
 
 """
