@@ -7,19 +7,12 @@ namespace {
 
 size_t size_of(const model::HostTensor& tensor) { return tensor.data.size(); }
 
-// Where refit reads a tensor's FP32 masters: the host copy (uploaded, through
-// `staging` for the tensors that are quantized) or device masters (read in
-// place, copied on the device).
+// Where refit reads a tensor's FP32 masters: the host copy (uploaded through
+// `staging`) or device masters (read in place).
 class MasterReader {
  public:
   MasterReader(Backend& backend, const DeviceMasters* device, DeviceArray<float>& staging)
       : backend_(backend), device_(device), staging_(staging) {}
-
-  // out = the tensor's masters.
-  void copy(const model::HostTensor& tensor, DeviceArray<float>& out) const {
-    if (device_ != nullptr) return device_->copy_to(tensor, out.data());
-    out.upload(tensor.data.data(), size_of(tensor));
-  }
 
   // The tensor's masters in backend memory, valid until the next call.
   const float* view(const model::HostTensor& tensor) const {
@@ -34,12 +27,6 @@ class MasterReader {
   const DeviceMasters* device_;
   DeviceArray<float>& staging_;
 };
-
-// Rounds the tensor's masters into `out`.
-void refit_bf16(Backend& backend, const model::HostTensor& tensor, const MasterReader& masters,
-                DeviceArray<uint16_t>& out) {
-  backend.to_bf16(masters.view(tensor), static_cast<int64_t>(size_of(tensor)), out.data());
-}
 
 DeviceArray<float> allocate_like(Backend& backend, const model::HostTensor& tensor) {
   return DeviceArray<float>(backend, size_of(tensor));
@@ -69,25 +56,69 @@ LinearWeights allocate_linear(Backend& backend, int64_t out, int64_t in, bool ha
   return linear;
 }
 
-// Requantizes (or rounds) a linear layer's compute copy in place from its FP32 master weights.
-void refit_linear(Backend& backend, const model::HostTensor& weight, const model::HostTensor& bias,
-                  ScaleFormat scale_format, const MasterReader& masters, LinearWeights& linear) {
-  if (!bias.empty()) masters.copy(bias, linear.bias);
-  if (!linear.fp8) return refit_bf16(backend, weight, masters, linear.bf16);
-  QuantSpec spec;
-  spec.layout = BlockLayout::block_128x128;
-  spec.scale_format = scale_format;
-  backend.quantize(masters.view(weight), DType::f32, linear.out_features, linear.in_features, spec, linear.codes.data(),
-                   linear.scales.data());
+// Rows [row_begin, row_end) of `copy` from its masters.
+void refit_copy_rows(Backend& backend, const ComputeCopy& copy, const float* masters, ScaleFormat scale_format,
+                     int64_t row_begin, int64_t row_end) {
+  if (row_begin >= row_end) return;
+  const int64_t first = row_begin * copy.cols, count = (row_end - row_begin) * copy.cols;
+  const float* source = masters + first;
+  switch (copy.kind) {
+    case ComputeCopy::Kind::bf16:
+      return backend.to_bf16(source, count, static_cast<uint16_t*>(copy.values) + first);
+    case ComputeCopy::Kind::f32:
+      return backend.copy_within(static_cast<float*>(copy.values) + first, source,
+                                 static_cast<size_t>(count) * sizeof(float));
+    case ComputeCopy::Kind::fp8: {
+      QuantSpec spec;
+      spec.layout = BlockLayout::block_128x128;
+      spec.scale_format = scale_format;
+      backend.quantize(source, DType::f32, row_end - row_begin, copy.cols, spec,
+                       static_cast<uint8_t*>(copy.values) + first,
+                       copy.scales + copy.scale_bytes_before(row_begin) / sizeof(float));
+      return;
+    }
+  }
+}
+
+ComputeCopy copy_of(const model::HostTensor& master, ComputeCopy::Kind kind, void* values, float* scales = nullptr) {
+  ComputeCopy copy;
+  copy.master = &master;
+  copy.kind = kind;
+  copy.values = values;
+  copy.scales = scales;
+  copy.rows = master.shape.size() == 2 ? master.rows() : static_cast<int64_t>(size_of(master));
+  copy.cols = master.shape.size() == 2 ? master.cols() : 1;
+  return copy;
+}
+
+ComputeCopy linear_copy(const model::HostTensor& weight, LinearWeights& linear) {
+  if (!linear.fp8) return copy_of(weight, ComputeCopy::Kind::bf16, linear.bf16.data());
+  return copy_of(weight, ComputeCopy::Kind::fp8, linear.codes.data(), linear.scales.data());
 }
 
 }  // namespace
+
+size_t ComputeCopy::value_bytes_per_row() const {
+  const size_t element = kind == Kind::f32 ? sizeof(float) : kind == Kind::bf16 ? sizeof(uint16_t) : 1;
+  return static_cast<size_t>(cols) * element;
+}
+
+size_t ComputeCopy::scale_bytes_before(int64_t row) const {
+  if (kind != Kind::fp8) return 0;
+  const ScaleShape shape = scale_shape(BlockLayout::block_128x128, rows, cols);
+  return static_cast<size_t>((row + 127) / 128 * shape.cols) * sizeof(float);
+}
 
 LinearWeights compile_linear(Backend& backend, const model::HostTensor& weight, const model::HostTensor& bias, bool fp8,
                              ScaleFormat scale_format) {
   LinearWeights linear = allocate_linear(backend, weight.rows(), weight.cols(), !bias.empty(), fp8);
   DeviceArray<float> staging;
-  refit_linear(backend, weight, bias, scale_format, MasterReader(backend, nullptr, staging), linear);
+  const MasterReader masters(backend, nullptr, staging);
+  refit_copy_rows(backend, linear_copy(weight, linear), masters.view(weight), scale_format, 0, weight.rows());
+  if (!bias.empty()) {
+    const ComputeCopy copy = copy_of(bias, ComputeCopy::Kind::f32, linear.bias.data());
+    refit_copy_rows(backend, copy, masters.view(bias), scale_format, 0, copy.rows);
+  }
   return linear;
 }
 
@@ -134,23 +165,36 @@ CompiledModel::CompiledModel(Backend& backend, const model::ModelParams& params,
 }
 
 void CompiledModel::refit(const model::ModelParams& params, const DeviceMasters* device) {
-  Backend& backend = backend_;
-  const MasterReader masters(backend, device, staging_);
-  refit_bf16(backend, params.embed_tokens, masters, embed_);
-  if (!lm_head_.empty()) refit_bf16(backend, params.lm_head, masters, lm_head_);
-  masters.copy(params.final_norm, final_norm_);
-  const model::HostTensor none;
+  const MasterReader masters(backend_, device, staging_);
+  for (const ComputeCopy& copy : copies(params))
+    refit_copy_rows(backend_, copy, masters.view(*copy.master), scale_format_, 0, copy.rows);
+}
+
+void CompiledModel::refit_rows(const ComputeCopy& copy, const float* masters, int64_t row_begin, int64_t row_end) {
+  refit_copy_rows(backend_, copy, masters, scale_format_, row_begin, row_end);
+}
+
+std::vector<ComputeCopy> CompiledModel::copies(const model::ModelParams& params) {
+  using Kind = ComputeCopy::Kind;
+  std::vector<ComputeCopy> out;
+  out.push_back(copy_of(params.embed_tokens, Kind::bf16, embed_.data()));
+  if (!lm_head_.empty()) out.push_back(copy_of(params.lm_head, Kind::bf16, lm_head_.data()));
+  out.push_back(copy_of(params.final_norm, Kind::f32, final_norm_.data()));
   for (size_t i = 0; i < layers_.size(); ++i) {
     const model::LayerParams& source = params.layers[i];
     CompiledLayer& layer = layers_[i];
     for (const model::NormPart& part : model::kNormParts) {
-      masters.copy(source.*part.weight, layer.norms[model::index(part.role)]);
+      const model::HostTensor& norm = source.*part.weight;
+      if (!norm.empty()) out.push_back(copy_of(norm, Kind::f32, layer.norms[model::index(part.role)].data()));
     }
     for (const model::LinearPart& part : model::kLinearParts) {
-      const model::HostTensor& bias = part.bias ? source.*part.bias : none;
-      refit_linear(backend, source.*part.weight, bias, scale_format_, masters, layer.linears[model::index(part.role)]);
+      LinearWeights& linear = layer.linears[model::index(part.role)];
+      out.push_back(linear_copy(source.*part.weight, linear));
+      if (part.bias != nullptr && !linear.bias.empty())
+        out.push_back(copy_of(source.*part.bias, Kind::f32, linear.bias.data()));
     }
   }
+  return out;
 }
 
 }  // namespace fp8rl::policy

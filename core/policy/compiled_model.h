@@ -46,6 +46,23 @@ struct CompiledLayer {
   const DeviceArray<float>& norm(model::Norm role) const { return norms[model::index(role)]; }
 };
 
+// One compute copy as refit writes it: the master tensor it derives from and
+// its arrays, viewed as rows of the master's row-major [rows, cols] (a vector
+// is [size, 1]). Rows are refitted in 128-row bands (an FP8 copy's block
+// rows), so that a band range can be requantized on its own.
+struct ComputeCopy {
+  enum class Kind : uint8_t { bf16, fp8, f32 };
+  const model::HostTensor* master = nullptr;
+  Kind kind = Kind::f32;
+  void* values = nullptr;   // [rows, cols]: BF16, E4M3 codes or FP32
+  float* scales = nullptr;  // fp8 only: [ceil(rows / 128), ceil(cols / 128)]
+  int64_t rows = 0, cols = 0;
+
+  size_t value_bytes_per_row() const;
+  // Bytes of scales for rows [0, row) (row a multiple of 128, or rows).
+  size_t scale_bytes_before(int64_t row) const;
+};
+
 class CompiledModel {
  public:
   CompiledModel(Backend& backend, const model::ModelParams& params, const Recipe& recipe);
@@ -53,6 +70,13 @@ class CompiledModel {
   // the config the model was built for, or, given device masters, from
   // theirs (params then only names the tensors).
   void refit(const model::ModelParams& params, const DeviceMasters* device = nullptr);
+  // Requantizes rows [row_begin, row_end) of one copy from its master tensor
+  // in backend memory, masters [rows, cols] FP32 (row_begin a multiple of
+  // 128; row_end too, or the copy's rows).
+  void refit_rows(const ComputeCopy& copy, const float* masters, int64_t row_begin, int64_t row_end);
+  // Every compute copy, in model::for_each_tensor order of their masters
+  // (a tied head has none of its own; empty tensors have none).
+  std::vector<ComputeCopy> copies(const model::ModelParams& params);
 
   const uint16_t* embedding() const { return embed_.data(); }  // [vocab, hidden] BF16
   const uint16_t* lm_head() const { return lm_head_.empty() ? embed_.data() : lm_head_.data(); }  // [vocab, hidden]

@@ -17,10 +17,11 @@ class DeviceMasters {
   virtual void download(model::ModelParams& host) const = 0;
   // The masters = host, whose tensors are from now on the ones the other calls name.
   virtual void upload(const model::ModelParams& host) = 0;
-  // out [tensor size] FP32 in backend memory = the tensor's masters.
-  virtual void copy_to(const model::HostTensor& tensor, float* out) const = 0;
   // The tensor's masters in backend memory, [tensor size] FP32.
   virtual const float* view(const model::HostTensor& tensor) const = 0;
+  // False while only part of the masters is current (a data-parallel rank
+  // after a step, before the masters are gathered): download and view fail.
+  virtual bool complete() const { return true; }
 };
 
 }  // namespace fp8rl::policy

@@ -58,6 +58,11 @@ const model::ModelParams& Policy::params() const {
 
 void Policy::sync_host() const {
   if (!host_stale_) return;
+  if (masters_ == nullptr)
+    fail(Status::distributed,
+         "the policy's master weights are partial: a data-parallel trainer was destroyed before they were gathered "
+         "(fp8rl_trainer_gather_weights); its compute weights still generate, and loading or copying weights into it "
+         "makes it whole again");
   masters_->download(params_);
   host_stale_ = false;
 }
@@ -71,7 +76,7 @@ void Policy::attach_masters(DeviceMasters* masters) {
 
 void Policy::detach_masters(const DeviceMasters* masters) {
   if (masters != masters_) return;
-  sync_host();
+  if (masters->complete()) sync_host();  // else the host copy stays stale, with nothing to bring it up to date
   masters_ = nullptr;
 }
 
@@ -113,6 +118,7 @@ void Policy::copy_weights_from(const Policy& source) {
 
 void Policy::refit() {
   if (masters_ != nullptr) return compiled_->refit(params_, masters_);
+  sync_host();
   model::check_model_params(params_);
   compiled_->refit(params_);
 }

@@ -72,6 +72,8 @@ class Policy {
   // detached or replaced by others; the host copy is brought up to date first.
   void attach_masters(DeviceMasters* masters);
   // The host copy takes the masters' values back; a no-op unless attached.
+  // Partial masters (DeviceMasters::complete) cannot be taken back: reading
+  // the master weights then fails until weights are replaced or copied in.
   void detach_masters(const DeviceMasters* masters);
   const DeviceMasters* attached_masters() const { return masters_; }
   // The attached masters changed on the device (an optimizer step).
@@ -85,6 +87,9 @@ class Policy {
   void copy_weights_from(const Policy& source);
 
   const CompiledModel& compiled() const { return *compiled_; }
+  // For a trainer that refits the compute copies itself (data parallelism,
+  // core/train/weight_gather.h).
+  CompiledModel& compiled_for_refit() { return *compiled_; }
   // The forward machinery (workspace, RoPE tables) this policy's passes share.
   ModelRunner& runner() { return *runner_; }
 

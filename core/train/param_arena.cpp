@@ -150,7 +150,15 @@ std::vector<float> ParamArena::join(const std::vector<std::vector<float>>& per_t
   return full;
 }
 
+void ParamArena::require_complete() const {
+  if (masters_partial_)
+    fail(Status::distributed,
+         "the master weights are current only in this rank's optimizer shard after a data-parallel step: gather "
+         "them on every rank first (fp8rl_trainer_gather_weights)");
+}
+
 void ParamArena::download(model::ModelParams& params) const {
+  require_complete();
   size_t index = 0;
   model::for_each_tensor(params, [&](const std::string&, const std::vector<int64_t>&, model::HostTensor& tensor) {
     const ArenaTensor& t = layout_.tensors[index++];
@@ -160,18 +168,15 @@ void ParamArena::download(model::ModelParams& params) const {
 
 void ParamArena::upload(const model::ModelParams& params) {
   bind(params);
+  masters_partial_ = false;
   for (const auto& [tensor, index] : index_of_) {
     const ArenaTensor& t = layout_.tensors[index];
     backend_.upload(masters_.data() + t.offset, tensor->data.data(), tensor->data.size() * sizeof(float));
   }
 }
 
-void ParamArena::copy_to(const model::HostTensor& tensor, float* out) const {
-  if (tensor.empty()) return;
-  backend_.copy_within(out, masters_.data() + offset_of(tensor), tensor.data.size() * sizeof(float));
-}
-
 const float* ParamArena::view(const model::HostTensor& tensor) const {
+  require_complete();
   return tensor.empty() ? nullptr : masters_.data() + offset_of(tensor);
 }
 

@@ -96,12 +96,19 @@ class ParamArena : public policy::DeviceMasters {
   // policy::DeviceMasters
   void download(model::ModelParams& params) const override;
   void upload(const model::ModelParams& params) override;
-  void copy_to(const model::HostTensor& tensor, float* out) const override;
   const float* view(const model::HostTensor& tensor) const override;
+  bool complete() const override { return !masters_partial_; }
+
+  // Data parallelism: after an optimizer step only this rank's shard of the
+  // masters is current until they are all-gathered (Trainer::gather_masters);
+  // until then download() and view() fail with Status::distributed.
+  void set_masters_partial(bool partial) { masters_partial_ = partial; }
+  // Elements from a buffer's start to `tensor`, a tensor of the bound params.
+  int64_t offset_of(const model::HostTensor& tensor) const;
 
  private:
   void bind(const model::ModelParams& params);
-  int64_t offset_of(const model::HostTensor& tensor) const;
+  void require_complete() const;
 
   Backend& backend_;
   ArenaLayout layout_;
@@ -109,6 +116,7 @@ class ParamArena : public policy::DeviceMasters {
   int64_t shard_begin_ = 0, shard_end_ = 0;
   std::vector<int64_t> shard_counts_;
   DeviceArray<float> masters_, grads_, exp_avg_, exp_avg_sq_;
+  bool masters_partial_ = false;
 };
 
 }  // namespace fp8rl::train

@@ -14,6 +14,7 @@
 #include "core/train/rank_metrics.h"
 #include "core/train/training_pass.h"
 #include "core/train/transposed_model.h"
+#include "core/train/weight_gather.h"
 #include "kernels/common/adamw_math.h"
 #include "kernels/common/counter_rng.h"
 
@@ -322,8 +323,8 @@ std::string Trainer::first_non_finite_gradient() {
 // Clipping, AdamW and recalibration on the gradients accumulate() left in the
 // arena, all on the backend: only the norm comes back to the host. With N
 // ranks: the gradients are reduce-scattered, each rank updates the masters
-// and moments of its shard, and the masters are all-gathered, so every rank
-// requantizes the same weights into bitwise the same compute copies.
+// and moments of its shard, and recalibration gathers the compute copies
+// each rank requantized from its shard (core/train/weight_gather.h).
 StepMetrics Trainer::optimizer_step(const Accumulated& a) {
   Backend& backend = policy_.context().backend();
   ParamArena& arena = engine_->arena;
@@ -353,7 +354,7 @@ StepMetrics Trainer::optimizer_step(const Accumulated& a) {
       backend.adamw_update(arena.masters() + begin, arena.grads() + begin, arena.exp_avg() + moment,
                            arena.exp_avg_sq() + moment, end - begin, scalars);
     }
-    c.all_gather(arena.masters(), arena.shard_counts(), dist::ElementType::f32);
+    arena.set_masters_partial(c.distributed());
     policy_.masters_updated();
   }
   m.seconds.train = a.seconds + seconds_since(backend, start);
@@ -454,7 +455,11 @@ void Trainer::rebuild_transposed() {
 double Trainer::recalibrate() {
   attach();
   const Clock::time_point start = Clock::now();
-  policy_.refit();
+  if (engine_->collectives.distributed()) {
+    refit_and_gather_copies(policy_.compiled_for_refit(), policy_.host_tensors(), engine_->arena, engine_->collectives);
+  } else {
+    policy_.refit();
+  }
   engine_->transposed->refit(policy_.compiled());
   if (!engine_->statistics.empty()) {
     engine_->statistics.merge_over_ranks(engine_->collectives);  // one percentile over every rank's tokens
@@ -493,8 +498,16 @@ std::vector<uint64_t> Trainer::next_seeds(int64_t n) {
   return seeds;
 }
 
-TrainingState Trainer::state() {
+void Trainer::gather_masters() {
   attach();
+  ParamArena& arena = engine_->arena;
+  if (arena.complete()) return;  // as on every rank: all ranks take the same steps
+  engine_->collectives.all_gather(arena.masters(), arena.shard_counts(), dist::ElementType::f32);
+  arena.set_masters_partial(false);
+}
+
+TrainingState Trainer::state() {
+  gather_masters();
   ParamArena& arena = engine_->arena;
   TrainingState s;
   s.params = policy_.params();

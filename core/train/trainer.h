@@ -139,6 +139,11 @@ class Trainer {
   std::vector<uint64_t> next_seeds(int64_t n);
 
   TrainingState state();
+  // Data parallelism: after a step each rank's master weights are current in
+  // its own shard only (the compute copies are whole); this collective
+  // gathers them so that the policy's master weights can be read. Every rank
+  // must call it; a no-op when they are whole. state() calls it.
+  void gather_masters();
   // Validates everything (same model config; moments, scales, recipe) before
   // changing anything, then replaces the policy's weights, recipe and scales
   // and the optimizer state.

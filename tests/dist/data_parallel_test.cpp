@@ -46,6 +46,7 @@ std::vector<RankRecord> train_ranks(int world, const policy::Recipe& recipe, int
       record.metrics.push_back(trainer.iterate(batch.view()).total);
       record.fingerprints.push_back(policy::fingerprint(policy));
     }
+    trainer.gather_masters();  // collective: the masters outside this rank's shard
     record.params = policy.params();
     record.memory = trainer.memory();
     const train::ParamArena& arena = trainer.arena();
