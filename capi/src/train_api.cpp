@@ -356,6 +356,14 @@ FP8RL_API fp8rl_status fp8rl_trainer_recalibrate(fp8rl_trainer* trainer, double*
   });
 }
 
+FP8RL_API fp8rl_status fp8rl_trainer_gather_weights(fp8rl_trainer* trainer) {
+  return guarded(__func__, [&] {
+    auto& impl = trainer_of(trainer);
+    const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+    impl.gather_masters();
+  });
+}
+
 FP8RL_API fp8rl_status fp8rl_trainer_next_seeds(fp8rl_trainer* trainer, int64_t count, uint64_t* seeds) {
   return guarded(__func__, [&] {
     auto& impl = trainer_of(trainer);

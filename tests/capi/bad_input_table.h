@@ -57,6 +57,9 @@ struct Outs {
   fp8rl_policy* policy;
   fp8rl_trainer* trainer;
   fp8rl_rollout* rollout;
+  fp8rl_communicator* communicator;
+  int32_t rank, world_size;
+  uint64_t fingerprint;
   fp8rl_backend backend;
   int32_t num_threads;
   uint32_t features;
@@ -385,6 +388,7 @@ void rollout_functions(Table& t, World& w);
 void mismatch_functions(Table& t, World& w);
 void trainer_functions(Table& t, World& w);
 void numerics_functions(Table& t, World& w);
+void distributed_functions(Table& t, World& w);
 
 // Malformed token sequences for a call taking (tokens, offsets, count): ids
 // -1 and vocab_size, offsets that do not start at 0 or decrease, counts 0

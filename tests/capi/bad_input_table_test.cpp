@@ -18,6 +18,7 @@ TEST_CASE("bad input table: every public function refuses each bad argument, nam
   mismatch_functions(table, world);
   trainer_functions(table, world);
   numerics_functions(table, world);
+  distributed_functions(table, world);
   table.run();
 }
 
@@ -34,6 +35,7 @@ TEST_CASE("bad input table: status names of any value, NULL destroys and version
   CHECK(fp8rl_policy_destroy(nullptr) == FP8RL_OK);
   CHECK(fp8rl_rollout_destroy(nullptr) == FP8RL_OK);
   CHECK(fp8rl_trainer_destroy(nullptr) == FP8RL_OK);
+  CHECK(fp8rl_communicator_destroy(nullptr) == FP8RL_OK);
   CHECK(fp8rl_version() > 0);
   CHECK(std::string(fp8rl_version_string()).size() > 0);
 }

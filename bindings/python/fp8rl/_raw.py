@@ -477,6 +477,7 @@ _FUNCTIONS = (
     ('fp8rl_trainer_iterate', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_train_batch), ctypes.POINTER(fp8rl_train_metrics), ctypes.POINTER(fp8rl_train_metrics), ctypes.c_int64)),
     ('fp8rl_trainer_recompute_logprobs', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int64), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_float), ctypes.c_int64)),
     ('fp8rl_trainer_recalibrate', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_double))),
+    ('fp8rl_trainer_gather_weights', fp8rl_status, (ctypes.c_void_p,)),
     ('fp8rl_trainer_next_seeds', fp8rl_status, (ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64))),
     ('fp8rl_trainer_save_state', fp8rl_status, (ctypes.c_void_p, ctypes.c_char_p)),
     ('fp8rl_trainer_load_state', fp8rl_status, (ctypes.c_void_p, ctypes.c_char_p)),

@@ -1277,14 +1277,21 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, con
  *  gradients are reduce-scattered; each rank keeps the AdamW moments of its
  *  own slice of the parameters (a 128x128-block-aligned shard, so the
  *  optimizer state per rank shrinks as 1/N) and updates the master weights
- *  of that slice; the updated masters are all-gathered, so every rank
- *  requantizes bitwise the same compute weights. The gradient norm, the Q/K/V
+ *  of that slice; recalibration then requantizes the compute copies of the
+ *  rows of that slice and the ranks all-gather them (E4M3 codes and block
+ *  scales for FP8 layers, about a quarter of the bytes of FP32 masters; BF16
+ *  and FP32 for the rest), so every rank holds bitwise the same compute
+ *  weights. A rank's FP32 master weights outside its slice are then stale:
+ *  reading them (saving or exporting the policy, fp8rl_policy_set_recipe(),
+ *  copies) fails with ::FP8RL_ERROR_DISTRIBUTED until
+ *  fp8rl_trainer_gather_weights() has run on every rank. The gradient norm, the Q/K/V
  *  calibration percentile and every metric are taken over all ranks (the
  *  metrics are the same on every rank). fp8rl_trainer_create() starts every
  *  rank from rank 0's weights and attention scales (the recipes must agree).
  *  These calls are collective, made by every rank in the same order:
  *  fp8rl_trainer_create(), fp8rl_trainer_step(), fp8rl_trainer_iterate(),
- *  fp8rl_trainer_recalibrate(), fp8rl_trainer_next_seeds() (one seed stream
+ *  fp8rl_trainer_recalibrate(), fp8rl_trainer_gather_weights(),
+ *  fp8rl_trainer_next_seeds() (one seed stream
  *  over all ranks: rank r gets the seeds after those of ranks 0..r-1) and
  *  fp8rl_trainer_save_state() (rank 0 writes the file). A batch refused on
  *  one rank is refused on all, naming that rank.
@@ -1625,6 +1632,24 @@ FP8RL_API fp8rl_status fp8rl_trainer_recompute_logprobs(fp8rl_trainer* trainer, 
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_trainer_recalibrate(fp8rl_trainer* trainer, double* out_seconds);
+
+/**
+ * @brief Data parallelism: all-gathers the FP32 master weights, so that every
+ *        rank's policy holds all of them again (each rank updates only its
+ *        optimizer slice's).
+ *
+ * Collective: every rank calls it. Call it before reading a policy's master
+ * weights after a data-parallel step: saving or exporting it, changing its
+ * recipe, copying its weights, or destroying the trainer when the policy is
+ * used afterwards. fp8rl_trainer_save_state() gathers them itself. Returns at
+ * once with one rank or when the masters are whole.
+ * @param trainer A valid trainer.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for a NULL trainer.
+ * @retval FP8RL_ERROR_DISTRIBUTED when the collective fails (a peer gone).
+ * Thread-safe; calls on the policy's context are serialized.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_trainer_gather_weights(fp8rl_trainer* trainer);
 
 /**
  * @brief Seeds for the next @p count rollouts, from the trainer's seed stream

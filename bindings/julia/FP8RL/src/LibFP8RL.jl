@@ -1061,6 +1061,17 @@ function fp8rl_trainer_recalibrate(trainer, out_seconds)
 end
 
 """
+    fp8rl_trainer_gather_weights(trainer)
+
+```c
+fp8rl_status fp8rl_trainer_gather_weights(fp8rl_trainer* trainer)
+```
+"""
+function fp8rl_trainer_gather_weights(trainer)
+    @ccall $(_symbol(:fp8rl_trainer_gather_weights))(trainer::Ptr{fp8rl_trainer})::fp8rl_status
+end
+
+"""
     fp8rl_trainer_next_seeds(trainer, count, seeds)
 
 ```c

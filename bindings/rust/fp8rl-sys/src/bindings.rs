@@ -578,6 +578,8 @@ extern "C" {
     pub fn fp8rl_trainer_recompute_logprobs(trainer: *mut fp8rl_trainer, tokens: *const i32, offsets: *const i64, num_sequences: i64, prompt_lengths: *const i64, logprobs: *mut f32, capacity: i64) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_recalibrate(fp8rl_trainer* trainer, double* out_seconds)`
     pub fn fp8rl_trainer_recalibrate(trainer: *mut fp8rl_trainer, out_seconds: *mut f64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_trainer_gather_weights(fp8rl_trainer* trainer)`
+    pub fn fp8rl_trainer_gather_weights(trainer: *mut fp8rl_trainer) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_next_seeds(fp8rl_trainer* trainer, int64_t count, uint64_t* seeds)`
     pub fn fp8rl_trainer_next_seeds(trainer: *mut fp8rl_trainer, count: i64, seeds: *mut u64) -> fp8rl_status;
     /// `fp8rl_status fp8rl_trainer_save_state(fp8rl_trainer* trainer, const char* path)`
@@ -966,6 +968,7 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_trainer_iterate",
     "fp8rl_trainer_recompute_logprobs",
     "fp8rl_trainer_recalibrate",
+    "fp8rl_trainer_gather_weights",
     "fp8rl_trainer_next_seeds",
     "fp8rl_trainer_save_state",
     "fp8rl_trainer_load_state",
