@@ -385,14 +385,8 @@ FP8RL_API fp8rl_status fp8rl_trainer_save_state(fp8rl_trainer* trainer, const ch
   return guarded(__func__, [&] {
     auto& impl = trainer_of(trainer);
     require_path(path, "path");
-    train::TrainingState state;
-    bool writes = true;
-    {
-      const std::lock_guard<std::mutex> lock(mutex_of(trainer));
-      state = impl.state();  // with a communicator: gathers every rank's optimizer shard
-      writes = trainer->policy->context->impl.rank() == 0;
-    }
-    if (writes) train::save_training_state(path, state);
+    const std::lock_guard<std::mutex> lock(mutex_of(trainer));
+    impl.save(path);  // with N ranks: collective, each rank writes its shard
   });
 }
 
@@ -400,9 +394,8 @@ FP8RL_API fp8rl_status fp8rl_trainer_load_state(fp8rl_trainer* trainer, const ch
   return guarded(__func__, [&] {
     auto& impl = trainer_of(trainer);
     require_path(path, "path");
-    const train::TrainingState state = train::load_training_state(path);  // validated before anything changes
     const std::lock_guard<std::mutex> lock(mutex_of(trainer));
-    impl.restore(state);
+    impl.load(path);  // read and validated before anything changes
   });
 }
 

@@ -135,6 +135,22 @@ int64_t Collectives::sum(int64_t value) {
   return static_cast<int64_t>(sum(static_cast<double>(value)));
 }
 
+void Collectives::agree_on_failure(Status status, const std::string& why) {
+  if (!distributed()) {
+    if (status != Status::ok) fail(status, why);
+    return;
+  }
+  const std::vector<double> statuses = gather_host({static_cast<double>(status)});
+  std::vector<int64_t> counts;
+  const std::vector<uint8_t> reasons = gather_host_bytes(std::vector<uint8_t>(why.begin(), why.end()), &counts);
+  const std::vector<int64_t> offsets = part_offsets(counts);
+  for (size_t r = 0; r < statuses.size(); ++r) {
+    if (statuses[r] == static_cast<double>(Status::ok)) continue;
+    const std::string reason(reasons.begin() + offsets[r], reasons.begin() + offsets[r + 1]);
+    fail(static_cast<Status>(static_cast<int32_t>(statuses[r])), "rank " + std::to_string(r) + ": " + reason);
+  }
+}
+
 double Collectives::min(double value) {
   const std::vector<double> all = gather_host({value});
   return *std::min_element(all.begin(), all.end());

@@ -14,10 +14,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/dist/communicator.h"
 #include "kernels/backend.h"
+#include "kernels/error.h"
 
 namespace fp8rl::dist {
 
@@ -51,6 +53,25 @@ class Collectives {
   int64_t sum(int64_t value);
   double min(double value);
   double max(double value);
+
+  // Every rank learns whether any rank failed at a step that must succeed on
+  // all or none (a refused batch, a checkpoint file): throws on every rank
+  // the lowest failing rank's error, prefixed "rank r: ". `status` ok: this
+  // rank succeeded.
+  void agree_on_failure(Status status, const std::string& why);
+  // Runs `step`, then agree_on_failure with what it threw (an fp8rl::Error).
+  template <class Step>
+  void on_every_rank(Step&& step) {
+    Status status = Status::ok;
+    std::string why;
+    try {
+      step();
+    } catch (const Error& error) {
+      status = error.status();
+      why = error.what();
+    }
+    agree_on_failure(status, why);
+  }
 
   // Since the last reset: bytes this rank sent into reductions and received
   // from gathers and broadcasts, and seconds in collectives.

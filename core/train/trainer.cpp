@@ -13,6 +13,7 @@
 #include "core/train/param_arena.h"
 #include "core/train/rank_metrics.h"
 #include "core/train/training_pass.h"
+#include "core/train/trainer_engine.h"
 #include "core/train/transposed_model.h"
 #include "core/train/weight_gather.h"
 #include "kernels/common/adamw_math.h"
@@ -46,24 +47,6 @@ void validate_trainer_options(const TrainerOptions& options) {
   require(options.advantages.group_size >= 1,
           "trainer: advantages.group_size must be >= 1, got " + std::to_string(options.advantages.group_size));
 }
-
-// The parameter arena, the backward machinery and its buffers.
-struct Trainer::Engine {
-  Engine(policy::Policy& policy)
-      : collectives(policy.context().communicator(), policy.context().backend()),
-        arena(policy.context().backend(), policy.host_tensors(), collectives.size(), collectives.rank()),
-        transposed(std::make_unique<TransposedModel>(policy.context().backend(), policy.compiled())),
-        transposed_recipe(policy.recipe()),
-        pass(policy),
-        statistics(policy.context().backend(), policy.config()) {}
-
-  dist::Collectives collectives;
-  ParamArena arena;
-  std::unique_ptr<TransposedModel> transposed;
-  policy::Recipe transposed_recipe;
-  TrainingPass pass;
-  policy::AttentionStatistics statistics;  // of the last step's training forward
-};
 
 // A validated batch with everything the loss reads, per completion token.
 struct Trainer::Prepared {
@@ -389,23 +372,7 @@ Trainer::Prepared Trainer::prepare_on_every_rank(const TrainBatch& batch, int64_
   dist::Collectives& c = engine_->collectives;
   if (!c.distributed()) return prepare(batch, minibatches);
   std::optional<Prepared> prepared;
-  Status status = Status::ok;
-  std::string why;
-  try {
-    prepared.emplace(prepare(batch, minibatches));
-  } catch (const Error& error) {
-    status = error.status();
-    why = error.what();
-  }
-  const std::vector<double> statuses = c.gather_host({static_cast<double>(status)});
-  std::vector<int64_t> counts;
-  const std::vector<uint8_t> reasons = c.gather_host_bytes(std::vector<uint8_t>(why.begin(), why.end()), &counts);
-  const std::vector<int64_t> offsets = dist::part_offsets(counts);
-  for (size_t r = 0; r < statuses.size(); ++r) {
-    if (statuses[r] == static_cast<double>(Status::ok)) continue;
-    const std::string reason(reasons.begin() + offsets[r], reasons.begin() + offsets[r + 1]);
-    fail(static_cast<Status>(static_cast<int32_t>(statuses[r])), "rank " + std::to_string(r) + ": " + reason);
-  }
+  c.on_every_rank([&] { prepared.emplace(prepare(batch, minibatches)); });
   return std::move(*prepared);
 }
 
@@ -496,69 +463,6 @@ std::vector<uint64_t> Trainer::next_seeds(int64_t n) {
   for (size_t i = 0; i < seeds.size(); ++i) seeds[i] = counter_random_bits(options_.seed, first + i);
   rng_counter_ += total;
   return seeds;
-}
-
-void Trainer::gather_masters() {
-  attach();
-  ParamArena& arena = engine_->arena;
-  if (arena.complete()) return;  // as on every rank: all ranks take the same steps
-  engine_->collectives.all_gather(arena.masters(), arena.shard_counts(), dist::ElementType::f32);
-  arena.set_masters_partial(false);
-}
-
-TrainingState Trainer::state() {
-  gather_masters();
-  ParamArena& arena = engine_->arena;
-  TrainingState s;
-  s.params = policy_.params();
-  s.recipe = policy_.recipe();
-  s.scales = policy_.attention_scales();
-  if (optimizer_steps_ > 0) {
-    // Every rank's shard, gathered: the state is whole on every rank.
-    for (auto [shard, out] : {std::pair{arena.exp_avg(), &s.exp_avg}, std::pair{arena.exp_avg_sq(), &s.exp_avg_sq}}) {
-      std::vector<float> full;
-      arena.download_shard(shard, full);
-      engine_->collectives.all_gather_host(full.data(), arena.shard_counts(), dist::ElementType::f32);
-      *out = arena.split(full);
-    }
-  }
-  s.optimizer_steps = optimizer_steps_;
-  s.steps = steps_;
-  s.rng_seed = options_.seed;
-  s.rng_counter = rng_counter_;
-  return s;
-}
-
-void Trainer::restore(const TrainingState& s) {
-  attach();
-  ParamArena& arena = engine_->arena;
-  const std::vector<ArenaTensor>& tensors = arena.layout().tensors;
-  const bool has_moments = !s.exp_avg.empty() || !s.exp_avg_sq.empty();
-  if (has_moments) {
-    require(s.exp_avg.size() == tensors.size() && s.exp_avg_sq.size() == tensors.size(),
-            "training state: optimizer moments for " + std::to_string(s.exp_avg.size()) + " tensors; the model has " +
-                std::to_string(tensors.size()));
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const auto size = static_cast<size_t>(tensors[i].size);
-      require(s.exp_avg[i].size() == size && s.exp_avg_sq[i].size() == size,
-              "training state: optimizer moments of tensor " + tensors[i].name + " have the wrong size");
-    }
-  }
-  require(s.optimizer_steps >= 0 && s.steps >= s.optimizer_steps,
-          "training state: step counters " + std::to_string(s.steps) + " and " + std::to_string(s.optimizer_steps) +
-              " are inconsistent");
-  policy_.replace_state(s.params, s.recipe, s.scales);  // validates, then replaces (the arena's masters too)
-  arena.zero_moments();
-  if (has_moments) {  // whole in the state: each rank takes its shard, whatever world size saved it
-    arena.upload_shard(arena.exp_avg(), arena.join(s.exp_avg));
-    arena.upload_shard(arena.exp_avg_sq(), arena.join(s.exp_avg_sq));
-  }
-  optimizer_steps_ = s.optimizer_steps;
-  steps_ = s.steps;
-  options_.seed = s.rng_seed;
-  rng_counter_ = s.rng_counter;
-  engine_->statistics.clear();
-  rebuild_transposed();
 }
 
 }  // namespace fp8rl::train

@@ -144,6 +144,15 @@ class Trainer {
   // gathers them so that the policy's master weights can be read. Every rank
   // must call it; a no-op when they are whole. state() calls it.
   void gather_masters();
+  // Writes a checkpoint at path: with one rank the training-state file of
+  // training_state.h; with N ranks (collective) the set of checkpoint_set.h:
+  // each rank its optimizer shard, rank 0 the weights and then the manifest.
+  // An error on any rank fails the save on every rank, naming the rank.
+  void save(const std::string& path);
+  // Loads a checkpoint of either kind, whatever world size wrote it (each
+  // rank takes its own shard of the moments); everything is read and
+  // validated before anything changes.
+  void load(const std::string& path);
   // Validates everything (same model config; moments, scales, recipe) before
   // changing anything, then replaces the policy's weights, recipe and scales
   // and the optimizer state.
@@ -157,6 +166,7 @@ class Trainer {
   Prepared prepare(const TrainBatch& batch, int64_t minibatches);
   Prepared prepare_on_every_rank(const TrainBatch& batch, int64_t minibatches);
   void start_in_step();
+  TrainingState weights_and_counters();  // state() without the moments
   void complete_logp_old(Prepared& prepared);
   Accumulated accumulate(Prepared& prepared, const Slice& slice);
   StepMetrics optimizer_step(const Accumulated& accumulated);

@@ -1293,7 +1293,7 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, con
  *  fp8rl_trainer_recalibrate(), fp8rl_trainer_gather_weights(),
  *  fp8rl_trainer_next_seeds() (one seed stream
  *  over all ranks: rank r gets the seeds after those of ranks 0..r-1) and
- *  fp8rl_trainer_save_state() (rank 0 writes the file). A batch refused on
+ *  fp8rl_trainer_save_state() (each rank writes its optimizer shard). A batch refused on
  *  one rank is refused on all, naming that rank.
  *
  *  @code
@@ -1666,13 +1666,21 @@ FP8RL_API fp8rl_status fp8rl_trainer_next_seeds(fp8rl_trainer* trainer, int64_t 
 
 /**
  * @brief Saves the whole training state (master weights, optimizer moments,
- *        step counters, seed stream, recipe, attention scales) to one file.
+ *        step counters, seed stream, recipe, attention scales).
  *
- * The write is atomic: a crash mid-save leaves the previous file intact.
+ * With one rank: one file at @p path. With N ranks (collective: every rank
+ * calls it with the same path, in a folder all ranks reach): a checkpoint
+ * set, where each rank writes its optimizer shard to
+ * "<path>.<set>.rank<r>.safetensors", rank 0 the weights to
+ * "<path>.<set>.weights.safetensors" and then, once every rank's files are
+ * complete, the manifest at @p path; the files of older sets are then
+ * removed. Every write is atomic and the manifest comes last: a crash
+ * mid-save leaves the previous checkpoint whole and loadable.
  * @param trainer A valid trainer.
- * @param path The file to write (a .safetensors file; its folder must exist).
+ * @param path The file (or manifest) to write (a .safetensors file; its folder must exist).
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
- * @retval FP8RL_ERROR_IO if the file cannot be written.
+ * @retval FP8RL_ERROR_IO if a file cannot be written (with N ranks: on every
+ *         rank, the message naming the rank that failed).
  * Thread-safe; calls on the policy's context are serialized.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
@@ -1680,9 +1688,13 @@ FP8RL_API fp8rl_status fp8rl_trainer_save_state(fp8rl_trainer* trainer, const ch
 
 /**
  * @brief Restores a state fp8rl_trainer_save_state() wrote; later steps
- *        continue bit for bit as the saved run did (given the same options).
+ *        continue bit for bit as the saved run did (given the same options
+ *        and world size).
  *
- * The file is read and validated in full before anything changes.
+ * Reads a single file or a checkpoint set, whatever world size wrote it:
+ * each rank reads the weights and the shard files that overlap its own
+ * optimizer shard, so a set re-shards onto another number of ranks. The
+ * files are read and validated in full before anything changes.
  * @param trainer A valid trainer whose policy has the saved model's config.
  * @param path The file to read.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or a state of another model.
