@@ -9,6 +9,7 @@
 #include "progress.h"
 #include "summary.h"
 #include "training.h"
+#include "world.h"
 
 namespace fp8rl_cli {
 
@@ -78,12 +79,16 @@ TrainConfig train_config_from(const ArgParser& p) {
 
 int run_train(const ArgParser& p) {
   const TrainConfig config = train_config_from(p);
-  std::fprintf(stderr, "fp8rl train: task %s, recipe %s, %lld SFT + %lld GRPO steps, batch %d x %d, seed %llu\n",
-               config.task.c_str(), config.recipe.c_str(), static_cast<long long>(config.sft_steps),
-               static_cast<long long>(config.steps), config.prompts_per_step, config.group_size,
-               static_cast<unsigned long long>(config.seed));
+  const bool leader = world().leader();  // rank 0 alone reports and writes
+  if (leader)
+    std::fprintf(stderr,
+                 "fp8rl train: task %s, recipe %s, %lld SFT + %lld GRPO steps, batch %d x %d, seed %llu, %s\n",
+                 config.task.c_str(), config.recipe.c_str(), static_cast<long long>(config.sft_steps),
+                 static_cast<long long>(config.steps), config.prompts_per_step, config.group_size,
+                 static_cast<unsigned long long>(config.seed), world().description().c_str());
   ProgressBar progress(stderr, p.is_set("quiet"));
-  const RunResult result = run_training(config, &progress);
+  const RunResult result = run_training(config, leader ? &progress : nullptr);
+  if (!leader) return 0;
   const Summary summary = summarize(result);
   std::fputs(summary_text(config, summary).c_str(), stdout);
   if (!config.out_dir.empty()) write_text_file(RunPaths(config.out_dir).summary, summary_json(config, result, summary));

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "world.h"
+
 namespace fp8rl_cli {
 
 void log_to_stderr(fp8rl_log_level level, const char* message, void* /*user_data*/) {
@@ -15,6 +17,7 @@ Context::Context(int threads) {
   options.num_threads = threads;
   options.log_level = FP8RL_LOG_WARNING;
   options.log_callback = log_to_stderr;
+  options.communicator = world().communicator();
   check(fp8rl_context_create(&options, &handle_), "fp8rl_context_create");
 }
 

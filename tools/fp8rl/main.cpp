@@ -8,6 +8,7 @@
 
 #include "cli_error.h"
 #include "commands.h"
+#include "world.h"
 
 namespace fp8rl_cli {
 
@@ -67,7 +68,17 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const Command& c : commands()) {
-    if (std::strcmp(argv[1], c.name) == 0) return run_command(c, std::vector<std::string>(argv + 2, argv + argc));
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    try {
+      const World world;  // outlives every context the command creates
+      set_world(&world);
+      const int status = run_command(c, std::vector<std::string>(argv + 2, argv + argc));
+      set_world(nullptr);
+      return status;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "fp8rl %s: error: %s\n", c.name, e.what());
+      return 1;
+    }
   }
   std::fprintf(stderr, "fp8rl: error: unknown command '%s'\n\n", argv[1]);
   print_overview(stderr);

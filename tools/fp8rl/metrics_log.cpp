@@ -20,6 +20,9 @@ std::string step_record_json(const StepRecord& r) {
   o.add("generation_seconds", r.generation_seconds).add("recompute_seconds", r.recompute_seconds);
   o.add("train_seconds", r.train_seconds).add("recalibration_seconds", r.recalibration_seconds);
   o.add("recalibration_fraction", r.recalibration_fraction).add("step_seconds", r.step_seconds);
+  o.add("bytes_reduced", static_cast<long long>(r.bytes_reduced));
+  o.add("bytes_gathered", static_cast<long long>(r.bytes_gathered));
+  o.add("communication_seconds", r.communication_seconds);
   o.add_bool("skipped", r.skipped);
   return o.str();
 }
@@ -57,6 +60,9 @@ StepRecord step_record_from_json(const std::string& line) {
   r.recalibration_seconds = number(f, "recalibration_seconds", 0);
   r.recalibration_fraction = number(f, "recalibration_fraction", 0);
   r.step_seconds = number(f, "step_seconds", 0);
+  r.bytes_reduced = static_cast<int64_t>(number(f, "bytes_reduced", 0));
+  r.bytes_gathered = static_cast<int64_t>(number(f, "bytes_gathered", 0));
+  r.communication_seconds = number(f, "communication_seconds", 0);
   r.skipped = f.count("skipped") && f.at("skipped") == "true";
   return r;
 }

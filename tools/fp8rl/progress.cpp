@@ -40,7 +40,14 @@ std::string ProgressBar::format(const StepRecord& r, int64_t total) const {
                 "%-4s %s %4lld/%-4lld loss %7.4f reward %.3f val %s mult_err %.4f gen_kl %.2e tok/s %6.0f %.2fs/step",
                 r.phase.c_str(), bar.c_str(), static_cast<long long>(r.step), static_cast<long long>(total), r.loss,
                 r.reward_mean, val, r.token_mult_prob_error, r.gen_kl_error, r.tokens_per_second, r.step_seconds);
-  return line;
+  std::string text = line;
+  const int64_t moved = r.bytes_reduced + r.bytes_gathered;
+  if (moved > 0) {  // data parallelism: what this rank moved in collectives
+    char traffic[64];
+    std::snprintf(traffic, sizeof traffic, " comm %.2f MB", static_cast<double>(moved) / 1e6);
+    text += traffic;
+  }
+  return text;
 }
 
 void ProgressBar::on_step(const StepRecord& record, int64_t total_steps) {

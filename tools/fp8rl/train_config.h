@@ -61,6 +61,10 @@ struct StepRecord {
   double generation_seconds = 0, recompute_seconds = 0, train_seconds = 0, recalibration_seconds = 0;
   double recalibration_fraction = 0, step_seconds = 0;
   double ratio_max = 1, old_policy_kl = 0;  // how far the mini-batch steps moved from the rollout policy
+  // Data parallelism: bytes this rank sent into reductions and received from
+  // gathers during the step, and its seconds in collectives (0 on one rank).
+  int64_t bytes_reduced = 0, bytes_gathered = 0;
+  double communication_seconds = 0;
   bool skipped = false;
   bool has_val() const { return !std::isnan(val_acc); }
 };

@@ -18,6 +18,7 @@
 #include "model_setup.h"
 #include "tasks.h"
 #include "tokenizer.h"
+#include "world.h"
 
 namespace fp8rl_cli {
 namespace {
@@ -88,8 +89,15 @@ void build_policies(Run& run) {
   }
 }
 
-void sync_generator(const Run& run) {
+// Data-parallel ranks hold their own shard of the master weights after a
+// step; gathering them makes the policy's weights whole (a no-op on one rank).
+void gather_weights(fp8rl_trainer* trainer) {
+  check(fp8rl_trainer_gather_weights(trainer), "fp8rl_trainer_gather_weights");
+}
+
+void sync_generator(const Run& run, fp8rl_trainer* trainer) {
   if (run.generator.get() == nullptr) return;
+  gather_weights(trainer);
   check(fp8rl_policy_copy_weights(run.generator.get(), run.learner.get()), "fp8rl_policy_copy_weights");
 }
 
@@ -146,6 +154,9 @@ StepRecord to_record(const char* phase, int64_t step, const fp8rl_train_metrics&
   r.recalibration_seconds = m.recalibration_seconds;
   r.recalibration_fraction = m.recalibration_fraction;
   r.skipped = m.skipped != 0;
+  r.bytes_reduced = m.bytes_reduced;
+  r.bytes_gathered = m.bytes_gathered;
+  r.communication_seconds = m.communication_seconds;
   return r;
 }
 
@@ -169,9 +180,9 @@ fp8rl_train_metrics train_iteration(fp8rl_trainer* trainer, const BatchData& dat
 StepRecord sft_step(const Run& run, fp8rl_trainer* trainer, int64_t step) {
   const auto start = Clock::now();
   const std::vector<Problem> problems =
-      training_problems(*run.task, run.config.seed, kSftStream, step, run.config.sft_batch);
+      rank_share(training_problems(*run.task, run.config.seed, kSftStream, step, run.config.sft_batch));
   StepRecord record = to_record("sft", step, train_step(trainer, sft_batch(run.tokenizer, problems)));
-  sync_generator(run);
+  sync_generator(run, trainer);
   record.step_seconds = seconds_since(start);
   return record;
 }
@@ -179,7 +190,10 @@ StepRecord sft_step(const Run& run, fp8rl_trainer* trainer, int64_t step) {
 StepRecord grpo_step(const Run& run, fp8rl_trainer* trainer, int64_t step) {
   const auto start = Clock::now();
   const TrainConfig& c = run.config;
-  const std::vector<Problem> problems = training_problems(*run.task, c.seed, kGrpoStream, step, c.prompts_per_step);
+  // Each rank takes whole groups of the step's prompts; the trainer's seed
+  // stream is global, so the ranks' rollouts together are one process's.
+  const std::vector<Problem> problems =
+      rank_share(training_problems(*run.task, c.seed, kGrpoStream, step, c.prompts_per_step));
   const PromptBatch prompts = make_prompt_batch(run.tokenizer, problems, c.group_size);
   // Rollout seeds come from the trainer's seed stream, which its saved state carries.
   std::vector<uint64_t> seeds(static_cast<size_t>(prompts.count()));
@@ -189,7 +203,7 @@ StepRecord grpo_step(const Run& run, fp8rl_trainer* trainer, int64_t step) {
   const Generated generated = generate(run.sampler(), prompts, seeds, sampling);
   StepRecord record =
       to_record("grpo", step, train_iteration(trainer, grpo_batch(run.tokenizer, problems, c.group_size, generated)));
-  sync_generator(run);
+  sync_generator(run, trainer);
   record.step_seconds = seconds_since(start);
   return record;
 }
@@ -217,16 +231,21 @@ void restore_result(RunResult& result, const std::vector<StepRecord>& kept, cons
 void save_checkpoint(const Run& run, fp8rl_trainer* trainer, int64_t grpo_step, const RunResult& result) {
   if (run.config.out_dir.empty()) return;
   const RunPaths paths(run.config.out_dir);
-  check(fp8rl_trainer_save_state(trainer, paths.state.c_str()), "fp8rl_trainer_save_state");
-  write_progress(paths, Progress{grpo_step, result.sft_end_val_acc});
+  check(fp8rl_trainer_save_state(trainer, paths.state.c_str()), "fp8rl_trainer_save_state");  // every rank
+  if (world().leader()) write_progress(paths, Progress{grpo_step, result.sft_end_val_acc});
 }
 
 void validate_config(const TrainConfig& c) {
   if (c.out_dir.empty() && c.resume) throw UsageError("--resume needs --out");
   if (c.group_size < 2) throw UsageError("--group-size must be at least 2 (GRPO compares completions)");
-  if (c.minibatches > c.prompts_per_step * c.group_size)
-    throw UsageError("--minibatches must be at most the completions per step (" +
-                     std::to_string(c.prompts_per_step * c.group_size) + ")");
+  const int ranks = world().size();
+  if (c.prompts_per_step < ranks || (c.sft_steps > 0 && c.sft_batch < ranks))
+    throw UsageError("--prompts-per-step and --sft-batch must be at least the number of ranks (" +
+                     std::to_string(ranks) + "): each rank trains on whole groups of its own");
+  const int fewest_completions = c.prompts_per_step / ranks * c.group_size;  // on the rank with the fewest prompts
+  if (c.minibatches > fewest_completions)
+    throw UsageError("--minibatches must be at most the completions per step of each rank (" +
+                     std::to_string(fewest_completions) + ")");
 }
 
 void run_sft(const Run& run, RunResult& result, MetricsLog& log) {
@@ -241,6 +260,7 @@ void run_sft(const Run& run, RunResult& result, MetricsLog& log) {
     result.steps.push_back(record);
     if (run.sink != nullptr) run.sink->on_step(record, total);
   }
+  gather_weights(trainer.get());  // the GRPO trainer starts from the whole weights
 }
 
 void run_grpo(const Run& run, RunResult& result, MetricsLog& log, int64_t done) {
@@ -250,7 +270,7 @@ void run_grpo(const Run& run, RunResult& result, MetricsLog& log, int64_t done) 
   if (done > 0) {
     // The state holds the master weights, moments, seed stream and scales of step `done`.
     check(fp8rl_trainer_load_state(trainer.get(), RunPaths(c.out_dir).state.c_str()), "fp8rl_trainer_load_state");
-    sync_generator(run);
+    sync_generator(run, trainer.get());
   }
   for (int64_t step = done + 1; step <= c.steps; ++step) {
     StepRecord record = grpo_step(run, trainer.get(), step);
@@ -264,6 +284,7 @@ void run_grpo(const Run& run, RunResult& result, MetricsLog& log, int64_t done) 
     if (step % c.save_every == 0 || step == c.steps) save_checkpoint(run, trainer.get(), step, result);
   }
   if (done == c.steps) run.say("the checkpoint is already at step " + std::to_string(done));
+  gather_weights(trainer.get());  // the final policy is saved from the whole weights
 }
 
 }  // namespace
@@ -295,7 +316,7 @@ RunResult run_training(const TrainConfig& config, ProgressSink* sink) {
     }
   }
   MetricsLog log;
-  if (!config.out_dir.empty()) log.open(RunPaths(config.out_dir).metrics, kept);
+  if (!config.out_dir.empty() && world().leader()) log.open(RunPaths(config.out_dir).metrics, kept);
 
   if (progress.grpo_step < 0) {
     run_sft(run, result, log);
@@ -304,7 +325,7 @@ RunResult run_training(const TrainConfig& config, ProgressSink* sink) {
     add_val(result, 0, result.sft_end_val_acc);
   }
   run_grpo(run, result, log, std::max<int64_t>(progress.grpo_step, 0));
-  if (!config.out_dir.empty()) {
+  if (!config.out_dir.empty() && world().leader()) {
     // The trained policy as an HF folder, for `fp8rl generate --model` and `fp8rl export-fp8`.
     check(fp8rl_policy_save(run.learner.get(), RunPaths(config.out_dir).model.c_str(), FP8RL_DTYPE_F32),
           "fp8rl_policy_save");
