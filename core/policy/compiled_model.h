@@ -46,6 +46,10 @@ struct CompiledLayer {
   const DeviceArray<float>& norm(model::Norm role) const { return norms[model::index(role)]; }
 };
 
+// What a CompiledModel of `config` under `recipe` holds, in bytes, from the
+// shapes alone (memory planning); equals its bytes().
+int64_t compute_weight_bytes(const model::ModelConfig& config, const Recipe& recipe);
+
 class CompiledModel {
  public:
   CompiledModel(Backend& backend, const model::ModelParams& params, const Recipe& recipe);
