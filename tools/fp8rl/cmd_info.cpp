@@ -69,8 +69,8 @@ void print_build(const Context& context) {
 
 double gib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
-// One row per rank: only the optimizer state differs between ranks (by at
-// most one 128-row band of a matrix), since data parallelism shards nothing else.
+// One row per rank: only the optimizer state differs between ranks (by a
+// few 128-row bands of a matrix at most), since data parallelism shards nothing else.
 void print_plan(const fp8rl_model_config& config, const fp8rl_recipe& recipe, int32_t ranks, int64_t kv_tokens) {
   std::printf("memory plan per rank, GiB (data-parallel ranks %d, KV-cache tokens %lld)\n", ranks,
               static_cast<long long>(kv_tokens));
