@@ -4,53 +4,21 @@
 #include <utility>
 
 #include "api_guard.h"
+#include "core/dist/memory_plan.h"
 #include "core/model/model_params.h"
 #include "core/policy/fingerprint.h"
 #include "core/policy/fp8_export.h"
 #include "enum_mapping.h"
 #include "handles.h"
+#include "memory_report_convert.h"
 #include "model_config_convert.h"
+#include "recipe_convert.h"
 #include "struct_output.h"
 
 using namespace fp8rl::capi;
 using fp8rl::policy::Policy;
 
 namespace {
-
-fp8rl_recipe default_recipe() {
-  fp8rl_recipe recipe{};
-  recipe.struct_size = sizeof(recipe);
-  recipe.linear = FP8RL_PRECISION_BF16;
-  recipe.scale_format = FP8RL_SCALE_FP32;
-  recipe.kv_cache = FP8RL_PRECISION_BF16;
-  recipe.attention = FP8RL_PRECISION_BF16;
-  recipe.bf16_first_layers = 0;
-  recipe.bf16_last_layers = 0;
-  return recipe;
-}
-
-fp8rl::policy::Recipe recipe_from(const fp8rl_recipe* given) {
-  const fp8rl_recipe r = read_options(given, default_recipe(), "recipe");
-  fp8rl::policy::Recipe recipe;
-  recipe.linear = precision_from(r.linear, "recipe->linear");
-  recipe.scale_format = scale_format_from(r.scale_format, std::string("recipe->scale_format"));
-  recipe.kv_cache = precision_from(r.kv_cache, "recipe->kv_cache");
-  recipe.attention = precision_from(r.attention, "recipe->attention");
-  recipe.bf16_first_layers = r.bf16_first_layers;
-  recipe.bf16_last_layers = r.bf16_last_layers;
-  return recipe;
-}
-
-fp8rl_recipe to_public(const fp8rl::policy::Recipe& recipe) {
-  fp8rl_recipe r = default_recipe();
-  r.linear = fp8rl::capi::to_public(recipe.linear);
-  r.scale_format = fp8rl::capi::to_public(recipe.scale_format);
-  r.kv_cache = fp8rl::capi::to_public(recipe.kv_cache);
-  r.attention = fp8rl::capi::to_public(recipe.attention);
-  r.bf16_first_layers = recipe.bf16_first_layers;
-  r.bf16_last_layers = recipe.bf16_last_layers;
-  return r;
-}
 
 // Builds the policy on the context (serialized with its other calls) and
 // hands out a handle; nothing is written to *out and nothing leaks on failure.
@@ -172,13 +140,12 @@ FP8RL_API fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_mem
   return guarded(__func__, [&] {
     const auto& impl = policy_of(policy);
     fp8rl::require(out_report != nullptr, "out_report is NULL");
-    fp8rl_memory_report report{};
+    fp8rl::dist::MemoryReport report;
     {
       const std::lock_guard<std::mutex> lock(mutex_of(policy));
-      report.master_weights = fp8rl::model::parameter_count(impl.config()) * 4;
-      report.compute_weights = impl.compiled().bytes();
+      report = fp8rl::dist::policy_memory(impl);
     }
-    write_struct(out_report, report, "out_report");
+    write_struct(out_report, to_public(report), "out_report");
   });
 }
 

@@ -6,11 +6,12 @@
 #include <vector>
 
 #include "api_guard.h"
-#include "core/policy/compiled_model.h"
+#include "core/dist/memory_plan.h"
 #include "core/train/trainer.h"
 #include "core/train/training_state.h"
 #include "enum_mapping.h"
 #include "handles.h"
+#include "memory_report_convert.h"
 #include "options_convert.h"
 #include "sequence_arrays.h"
 #include "struct_output.h"
@@ -257,19 +258,12 @@ FP8RL_API fp8rl_status fp8rl_trainer_memory(const fp8rl_trainer* trainer, fp8rl_
   return guarded(__func__, [&] {
     const auto& impl = trainer_of(trainer);
     fp8rl::require(out_report != nullptr, "out_report is NULL");
-    fp8rl_memory_report report{};
+    fp8rl::dist::MemoryReport report;
     {
       const std::lock_guard<std::mutex> lock(mutex_of(trainer));
-      const auto& policy = policy_of(trainer->policy);
-      report.master_weights = fp8rl::model::parameter_count(policy.config()) * 4;
-      report.compute_weights = policy.compiled().bytes();
-      const fp8rl::train::Trainer::Memory memory = impl.memory();
-      report.master_weights += memory.master_weights;  // the host copy and the arena
-      report.gradients = memory.gradients;
-      report.optimizer_state = memory.optimizer_state;
-      report.backward_weights = memory.backward_weights;
+      report = fp8rl::dist::trainer_memory(policy_of(trainer->policy), impl);
     }
-    write_struct(out_report, report, "out_report");
+    write_struct(out_report, to_public(report), "out_report");
   });
 }
 

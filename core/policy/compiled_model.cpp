@@ -1,6 +1,6 @@
 #include "core/policy/compiled_model.h"
 
-#include "kernels/common/quant_layout.h"
+#include "core/policy/linear_sizes.h"
 
 namespace fp8rl::policy {
 namespace {
@@ -32,27 +32,17 @@ DeviceArray<float> allocate_like(Backend& backend, const model::HostTensor& tens
   return DeviceArray<float>(backend, size_of(tensor));
 }
 
-int64_t linear_bytes(const LinearWeights& linear) {
-  const int64_t elements = linear.out_features * linear.in_features;
-  const int64_t weights = linear.fp8 ? elements + static_cast<int64_t>(linear.scales.size() * 4) : elements * 2;
-  return weights + static_cast<int64_t>(linear.bias.size() * 4);
-}
-
 // The arrays of a linear layer's compute copy, contents undefined.
 LinearWeights allocate_linear(Backend& backend, int64_t out, int64_t in, bool has_bias, bool fp8) {
   LinearWeights linear;
   linear.out_features = out;
   linear.in_features = in;
   linear.fp8 = fp8;
-  const size_t elements = static_cast<size_t>(out * in);
-  if (has_bias) linear.bias = DeviceArray<float>(backend, static_cast<size_t>(out));
-  if (!fp8) {
-    linear.bf16 = DeviceArray<uint16_t>(backend, elements);
-    return linear;
-  }
-  const ScaleShape shape = scale_shape(BlockLayout::block_128x128, out, in);
-  linear.codes = DeviceArray<uint8_t>(backend, elements);
-  linear.scales = DeviceArray<float>(backend, static_cast<size_t>(shape.rows * shape.cols));
+  const LinearSizes sizes = linear_sizes(out, in, has_bias, fp8);
+  linear.bf16 = DeviceArray<uint16_t>(backend, static_cast<size_t>(sizes.bf16));
+  linear.codes = DeviceArray<uint8_t>(backend, static_cast<size_t>(sizes.codes));
+  linear.scales = DeviceArray<float>(backend, static_cast<size_t>(sizes.scales));
+  linear.bias = DeviceArray<float>(backend, static_cast<size_t>(sizes.bias));
   return linear;
 }
 
@@ -155,13 +145,28 @@ CompiledModel::CompiledModel(Backend& backend, const model::ModelParams& params,
     for (const model::LinearPart& part : model::kLinearParts) {
       const model::HostTensor& weight = source.*part.weight;
       LinearWeights& linear = layer.linears[model::index(part.role)];
-      linear = allocate_linear(backend, weight.rows(), weight.cols(), model::has_bias(part, config),
-                               part.fp8_eligible && layer.precision.fp8_linear);
-      weight_bytes_per_token_ += linear_bytes(linear);
+      const bool has_bias = model::has_bias(part, config), fp8 = runs_fp8(part, layer.precision);
+      linear = allocate_linear(backend, weight.rows(), weight.cols(), has_bias, fp8);
+      weight_bytes_per_token_ += linear_sizes(weight.rows(), weight.cols(), has_bias, fp8).bytes();
     }
     layers_.push_back(std::move(layer));
   }
   refit(params);
+}
+
+int64_t compute_weight_bytes(const model::ModelConfig& config, const Recipe& recipe) {
+  const int64_t embeddings = config.vocab_size * config.hidden_size * 2;  // BF16
+  int64_t total = embeddings * (config.tie_word_embeddings ? 1 : 2) + config.hidden_size * 4;  // + the final norm
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    const LayerPrecision precision = layer_precision(recipe, i, config.num_layers);
+    for (const model::NormPart& part : model::kNormParts)
+      total += part.present(config) ? part.size(config) * 4 : 0;
+    for (const model::LinearPart& part : model::kLinearParts)
+      total += linear_sizes(part.out_features(config), part.in_features(config), model::has_bias(part, config),
+                            runs_fp8(part, precision))
+                   .bytes();
+  }
+  return total;
 }
 
 void CompiledModel::refit(const model::ModelParams& params, const DeviceMasters* device) {

@@ -63,6 +63,10 @@ struct ComputeCopy {
   size_t scale_bytes_before(int64_t row) const;
 };
 
+// What a CompiledModel of `config` under `recipe` holds, in bytes, from the
+// shapes alone (memory planning); equals its bytes().
+int64_t compute_weight_bytes(const model::ModelConfig& config, const Recipe& recipe);
+
 class CompiledModel {
  public:
   CompiledModel(Backend& backend, const model::ModelParams& params, const Recipe& recipe);

@@ -12,6 +12,15 @@
 
 namespace fp8rl::policy {
 
+// Bytes of one layer's keys (or of its values) for `rows` positions:
+// [rows, kv_dim], 2 bytes a value in BF16, 1 in E4M3. The FP8 cache's
+// scales are per layer (the policy's AttentionScales), not per position.
+int64_t kv_layer_bytes(KvFormat format, int64_t kv_dim, int64_t rows);
+
+// What a KvCache of `rows` positions holds for `config` under `recipe`
+// (layers kept BF16 included), in bytes, from the shapes alone.
+int64_t kv_cache_bytes(const model::ModelConfig& config, const Recipe& recipe, int64_t rows);
+
 class KvCache {
  public:
   // Sized for rows positions in total, over all sequences.

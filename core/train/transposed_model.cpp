@@ -1,19 +1,30 @@
 #include "core/train/transposed_model.h"
 
+#include "core/policy/linear_sizes.h"
 #include "kernels/common/quant_layout.h"
 
 namespace fp8rl::train {
+namespace {
+
+// W^T of a linear layer [out, in]: [in, out] in its precision, without the bias.
+policy::LinearSizes transposed_sizes(int64_t out_features, int64_t in_features, bool fp8) {
+  return policy::linear_sizes(in_features, out_features, /*has_bias=*/false, fp8);
+}
+
+// The output head's W^T [hidden, vocab], BF16 whatever the recipe (tied or not).
+policy::LinearSizes head_sizes(int64_t vocab, int64_t hidden) { return transposed_sizes(vocab, hidden, false); }
+
+}  // namespace
+
 policy::LinearWeights allocate_transposed(Backend& backend, const policy::LinearWeights& forward) {
   policy::LinearWeights t;
   t.out_features = forward.in_features;
   t.in_features = forward.out_features;
   t.fp8 = forward.fp8;
-  if (forward.fp8) {
-    t.codes = DeviceArray<uint8_t>(backend, forward.codes.size());
-    t.scales = DeviceArray<float>(backend, forward.scales.size());
-  } else {
-    t.bf16 = DeviceArray<uint16_t>(backend, forward.bf16.size());
-  }
+  const policy::LinearSizes sizes = transposed_sizes(forward.out_features, forward.in_features, forward.fp8);
+  t.bf16 = DeviceArray<uint16_t>(backend, static_cast<size_t>(sizes.bf16));
+  t.codes = DeviceArray<uint8_t>(backend, static_cast<size_t>(sizes.codes));
+  t.scales = DeviceArray<float>(backend, static_cast<size_t>(sizes.scales));
   return t;
 }
 
@@ -35,7 +46,7 @@ TransposedModel::TransposedModel(Backend& backend, const policy::CompiledModel& 
   }
   head_.out_features = hidden_;
   head_.in_features = vocab_;
-  head_.bf16 = DeviceArray<uint16_t>(backend, static_cast<size_t>(vocab_ * hidden_));
+  head_.bf16 = DeviceArray<uint16_t>(backend, static_cast<size_t>(head_sizes(vocab_, hidden_).bf16));
   refit(model);
 }
 
@@ -49,12 +60,23 @@ void TransposedModel::refit(const policy::CompiledModel& model) {
 }
 
 int64_t TransposedModel::bytes() const {
-  size_t total = head_.bf16.size() * 2;
+  int64_t total = head_sizes(vocab_, hidden_).bytes();
   for (const TransposedLayer& layer : layers_) {
-    for (const policy::LinearWeights& l : layer.linears)
-      total += l.bf16.size() * 2 + l.codes.size() + l.scales.size() * 4;
+    for (const policy::LinearWeights& t : layer.linears)
+      total += transposed_sizes(t.in_features, t.out_features, t.fp8).bytes();
   }
-  return static_cast<int64_t>(total);
+  return total;
+}
+
+int64_t transposed_weight_bytes(const model::ModelConfig& config, const policy::Recipe& recipe) {
+  int64_t total = head_sizes(config.vocab_size, config.hidden_size).bytes();
+  for (int64_t layer = 0; layer < config.num_layers; ++layer) {
+    const policy::LayerPrecision precision = policy::layer_precision(recipe, layer, config.num_layers);
+    for (const model::LinearPart& part : model::kLinearParts)
+      total += transposed_sizes(part.out_features(config), part.in_features(config), policy::runs_fp8(part, precision))
+                   .bytes();
+  }
+  return total;
 }
 
 }  // namespace fp8rl::train

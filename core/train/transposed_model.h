@@ -27,6 +27,10 @@ policy::LinearWeights allocate_transposed(Backend& backend, const policy::Linear
 // transposed = forward^T, in place.
 void transpose_linear(Backend& backend, const policy::LinearWeights& forward, policy::LinearWeights& transposed);
 
+// What a TransposedModel of `config` under `recipe` holds, in bytes, from
+// the shapes alone (memory planning); equals its bytes().
+int64_t transposed_weight_bytes(const model::ModelConfig& config, const policy::Recipe& recipe);
+
 class TransposedModel {
  public:
   explicit TransposedModel(Backend& backend, const policy::CompiledModel& model);

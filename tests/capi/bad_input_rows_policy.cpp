@@ -100,6 +100,26 @@ void bad_configs(Table& t, const std::string& function, const fp8rl_model_config
   t.invalid(function, "eos id = vocab_size", "eos_token_id", [call, eos] { return call(eos); });
 }
 
+// Fields of a recipe, each made invalid in turn, for any call that takes one.
+void bad_recipes(Table& t, const std::string& function, const fp8rl_recipe& valid,
+                 const std::function<fp8rl_status(const fp8rl_recipe&)>& call) {
+  t.struct_sizes(function, "recipe->struct_size", valid, call);
+  t.enums(function, "recipe->linear", valid, &fp8rl_recipe::linear, call);
+  t.enums(function, "recipe->kv_cache", valid, &fp8rl_recipe::kv_cache, call);
+  t.enums(function, "recipe->attention", valid, &fp8rl_recipe::attention, call);
+  t.enums(function, "recipe->scale_format", valid, &fp8rl_recipe::scale_format, call);
+  // More BF16 layers than the model has keeps them all BF16: not an error.
+  fp8rl_recipe layers = valid;
+  layers.bf16_first_layers = -1;
+  t.invalid(function, "bf16_first_layers -1", "bf16_first_layers", [call, layers] { return call(layers); });
+  layers = valid;
+  layers.bf16_last_layers = -1;
+  t.invalid(function, "bf16_last_layers -1", "bf16_last_layers", [call, layers] { return call(layers); });
+  fp8rl_recipe attention = valid;
+  attention.attention = FP8RL_PRECISION_FP8;
+  t.invalid(function, "FP8 attention over a BF16 KV cache", "KV cache", [call, attention] { return call(attention); });
+}
+
 }  // namespace
 
 void model_functions(Table& t, World& w) {
@@ -122,6 +142,37 @@ void model_functions(Table& t, World& w) {
   bad_configs(t, "fp8rl_policy_create_random", valid, [&o, c](const fp8rl_model_config& config) {
     return fp8rl_policy_create_random(c, &config, 1, &o.policy);
   });
+
+  const std::function<fp8rl_status(const fp8rl_model_config&, const fp8rl_recipe*, int32_t, int32_t, int64_t)> plan =
+      [&o](const fp8rl_model_config& config, const fp8rl_recipe* recipe, int32_t world, int32_t rank, int64_t tokens) {
+        return fp8rl_memory_plan(&config, recipe, world, rank, tokens, &o.report);
+      };
+  t.invalid("fp8rl_memory_plan", "config NULL", "config",
+            [&o] { return fp8rl_memory_plan(nullptr, nullptr, 1, 0, 0, &o.report); });
+  t.invalid("fp8rl_memory_plan", "out NULL", "out_report",
+            [valid] { return fp8rl_memory_plan(&valid, nullptr, 1, 0, 0, nullptr); });
+  t.add("fp8rl_memory_plan", "out_report->struct_size 0", FP8RL_ERROR_VERSION_MISMATCH, "out_report->struct_size",
+        [&o, valid] {
+          o.report.struct_size = 0;
+          const fp8rl_status status = fp8rl_memory_plan(&valid, nullptr, 1, 0, 0, &o.report);
+          o.report.struct_size = sizeof o.report;  // as reset() left it, for the comparison
+          return status;
+        });
+  bad_configs(t, "fp8rl_memory_plan", valid,
+              [plan](const fp8rl_model_config& config) { return plan(config, nullptr, 1, 0, 0); });
+  fp8rl_recipe recipe;
+  REQUIRE(fp8rl_recipe_init(&recipe) == FP8RL_OK);
+  bad_recipes(t, "fp8rl_memory_plan", recipe,
+              [plan, valid](const fp8rl_recipe& r) { return plan(valid, &r, 1, 0, 0); });
+  for (const int32_t world : {0, -1, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()})
+    t.invalid("fp8rl_memory_plan", "world_size " + std::to_string(world), "world_size",
+              [plan, valid, world] { return plan(valid, nullptr, world, 0, 0); });
+  for (const int32_t rank : {-1, 4, std::numeric_limits<int32_t>::min()})
+    t.invalid("fp8rl_memory_plan", "rank " + std::to_string(rank) + " of 4", "rank",
+              [plan, valid, rank] { return plan(valid, nullptr, 4, rank, 0); });
+  for (const int64_t tokens : {int64_t{-1}, kHugeCount, std::numeric_limits<int64_t>::max()})
+    t.invalid("fp8rl_memory_plan", "kv_cache_tokens " + std::to_string(tokens), "kv_cache_tokens",
+              [plan, valid, tokens] { return plan(valid, nullptr, 1, 0, tokens); });
 
   t.invalid("fp8rl_policy_load", "context NULL", "context",
             [&o, &w] { return fp8rl_policy_load(nullptr, w.scratch.path("folder").c_str(), &o.policy); });
@@ -191,22 +242,7 @@ void policy_functions(Table& t, World& w) {
   };
   t.invalid("fp8rl_policy_set_recipe", "policy NULL", "policy", [recipe] { return fp8rl_policy_set_recipe(nullptr, &recipe); });
   t.invalid("fp8rl_policy_set_recipe", "recipe NULL", "recipe", [p] { return fp8rl_policy_set_recipe(p, nullptr); });
-  t.struct_sizes("fp8rl_policy_set_recipe", "recipe->struct_size", recipe, set);
-  t.enums("fp8rl_policy_set_recipe", "recipe->linear", recipe, &fp8rl_recipe::linear, set);
-  t.enums("fp8rl_policy_set_recipe", "recipe->kv_cache", recipe, &fp8rl_recipe::kv_cache, set);
-  t.enums("fp8rl_policy_set_recipe", "recipe->attention", recipe, &fp8rl_recipe::attention, set);
-  t.enums("fp8rl_policy_set_recipe", "recipe->scale_format", recipe, &fp8rl_recipe::scale_format, set);
-  {  // more BF16 layers than the model has keeps them all BF16: not an error
-    const int32_t bad = -1;
-    fp8rl_recipe layers = recipe;
-    layers.bf16_first_layers = bad;
-    t.invalid("fp8rl_policy_set_recipe", "bf16_first_layers " + std::to_string(bad), "bf16_first_layers",
-              [set, layers] { return set(layers); });
-    layers = recipe;
-    layers.bf16_last_layers = bad;
-    t.invalid("fp8rl_policy_set_recipe", "bf16_last_layers " + std::to_string(bad), "bf16_last_layers",
-              [set, layers] { return set(layers); });
-  }
+  bad_recipes(t, "fp8rl_policy_set_recipe", recipe, set);
   t.invalid("fp8rl_policy_get_recipe", "policy NULL", "policy",
             [&o] { return fp8rl_policy_get_recipe(nullptr, &o.recipe); });
   t.invalid("fp8rl_policy_get_recipe", "out NULL", "out_recipe", [p] { return fp8rl_policy_get_recipe(p, nullptr); });

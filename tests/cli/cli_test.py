@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests of the fp8rl command-line program.
 
-usage: cli_test.py PATH/TO/fp8rl CASE   (CASE: train | resume | errors | commands | compare | all)
+usage: cli_test.py PATH/TO/fp8rl CASE   (CASE: train | resume | errors | commands | compare | minibatches | plan | all)
 Each case runs the program in a fresh temporary folder and exits non-zero on failure.
 """
 import json
@@ -158,13 +158,75 @@ def case_compare(tmp):
     run(["compare"] + TINY + ["--seeds", "x", "--out", out], expect=2)
 
 
+# Llama-3.2-1B's shape (its HF config.json): every dimension a multiple of 128,
+# so the parameter arena has no padding.
+LLAMA32_1B = ["--layers", "16", "--hidden", "2048", "--heads", "32", "--kv-heads", "8", "--intermediate", "8192",
+              "--vocab", "128256", "--tie-embeddings"]
+
+
+def plan_rows(stdout):
+    """The per-rank rows of `info --plan`: {rank: {column: GiB}}."""
+    lines = stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["rank"])
+    names = lines[header].split()
+    rows = {}
+    for line in lines[header + 1:]:
+        values = line.split()
+        rows[int(values[0])] = dict(zip(names[1:], map(float, values[1:])))
+    return rows
+
+
+def case_plan(tmp):
+    # By hand: embeddings 128256 * 2048 = 262668288 (tied); per layer q and o
+    # 2048^2 each, k and v 512 * 2048 each, MLP 3 * 8192 * 2048, norms 2 * 2048:
+    # 60821504; 16 layers; final norm 2048.
+    params = 262668288 + 16 * 60821504 + 2048
+    norms = 16 * 2 * 2048 + 2048
+    gib = 1024.0 ** 3
+    p = run(["info", "--plan"] + LLAMA32_1B + ["--kv-tokens", "4096"])
+    check(f"parameters {params}" in p.stdout, f"the published 1.24B parameters:\n{p.stdout}")
+    rows = plan_rows(p.stdout)
+    check(list(rows) == [0], f"one rank, one row:\n{p.stdout}")
+    expected = {"master": 2 * 4 * params,  # the policy's host copy and the trainer's arena
+                "compute": 2 * params + 2 * norms,  # BF16, the norms FP32
+                "gradients": 4 * params, "optimizer": 2 * 4 * params,
+                "backward": 2 * (params - norms),  # W^T of the head (the tied embeddings) and every projection
+                "kv": 4096 * 16 * 2 * 512 * 2}  # tokens * layers * (K, V) * kv_dim * BF16
+    for column, key in (("master", "master"), ("compute", "compute"), ("gradients", "gradients"),
+                        ("optimizer", "optimizer"), ("backward", "backward"), ("kv", "kv-cache")):
+        check(abs(rows[0][key] - expected[column] / gib) < 0.001, f"{column}: {rows[0][key]} GiB, expected "
+              f"{expected[column] / gib:.3f}:\n{p.stdout}")
+
+    p = run(["info", "--plan", "--ranks", "8", "--recipe", "fp8"] + LLAMA32_1B)
+    rows = plan_rows(p.stdout)
+    check(sorted(rows) == list(range(8)), f"eight ranks, eight rows:\n{p.stdout}")
+    optimizer = [r["optimizer"] for r in rows.values()]
+    check(abs(sum(optimizer) - 8 * params / gib) < 0.01, f"the shards add up to the whole: {optimizer}")
+    check(max(optimizer) - min(optimizer) < 0.01, f"near-equal shards: {optimizer}")
+    check(len({(r["master"], r["compute"], r["gradients"]) for r in rows.values()}) == 1,
+          "only the optimizer state differs between ranks")
+    # FP8: each projection one byte a weight plus an FP32 scale per 128x128 block
+    # (per layer q and o 16x16, k and v 4x16, gate and up 64x16, down 16x64);
+    # the embeddings stay BF16, the norms FP32.
+    fp8_compute = 262668288 * 2 + 4 * norms + 16 * (60821504 - 2 * 2048 + 4 * (2 * 256 + 2 * 64 + 3 * 1024))
+    check(abs(rows[0]["compute"] - fp8_compute / gib) < 0.001, f"FP8 compute {rows[0]['compute']} GiB, expected "
+          f"{fp8_compute / gib:.3f}")
+
+    p = run(["info", "--ranks", "4"], expect=2)
+    check("--ranks needs --plan" in p.stderr, p.stderr)
+    p = run(["info", "--plan", "--ranks", "0"], expect=2)
+    check("--ranks" in p.stderr, p.stderr)
+    p = run(["info", "--plan", "--model", tmp], expect=2)
+    check("does not read --model" in p.stderr, p.stderr)
+
+
 def main():
     global FP8RL
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     FP8RL = os.path.abspath(sys.argv[1])
     cases = {"train": case_train, "resume": case_resume, "errors": case_errors, "commands": case_commands,
-             "compare": case_compare, "minibatches": case_minibatches}
+             "compare": case_compare, "minibatches": case_minibatches, "plan": case_plan}
     names = list(cases) if sys.argv[2] == "all" else [sys.argv[2]]
     for name in names:
         with tempfile.TemporaryDirectory(prefix="fp8rl_cli_") as tmp:

@@ -1,7 +1,10 @@
 // `fp8rl info`: what a model is and what it costs under a recipe, and what
-// this build of the library offers.
+// this build of the library offers; with --plan, each data-parallel training
+// rank's memory for a model shape, planned without building the model.
 #include <cstdio>
 #include <string>
+
+#include "cli_error.h"
 
 #include "commands.h"
 #include "handles.h"
@@ -16,6 +19,11 @@ void declare_info(ArgParser& p) {
   declare_model_flags(p);
   p.option("recipe", "bf16", "bf16|fp8|fp8-kv|fp8-gen (fp8-gen shows the generator's recipe)");
   p.flag("trainer", "also create a trainer and report its memory");
+  p.flag("plan", "plan each training rank's memory from the model flags instead (builds nothing)");
+  p.option("ranks", "1", "--plan: data-parallel ranks");
+  p.option("kv-tokens", "0", "--plan: KV-cache tokens per rank (sequences x positions)");
+  p.option("vocab", "", "--plan: vocabulary size (default: the built-in tokenizer's)");
+  p.flag("tie-embeddings", "--plan: the output head shares the embeddings");
   declare_threads_flag(p);
 }
 
@@ -59,10 +67,63 @@ void print_build(const Context& context) {
               features & FP8RL_FEATURE_AVX512 ? "yes" : "no");
 }
 
+double gib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+
+// One row per rank: only the optimizer state differs between ranks (by a
+// few 128-row bands of a matrix at most), since data parallelism shards nothing else.
+void print_plan(const fp8rl_model_config& config, const fp8rl_recipe& recipe, int32_t ranks, int64_t kv_tokens) {
+  std::printf("memory plan per rank, GiB (data-parallel ranks %d, KV-cache tokens %lld)\n", ranks,
+              static_cast<long long>(kv_tokens));
+  std::printf("%6s %10s %10s %10s %10s %10s %10s %10s\n", "rank", "master", "compute", "gradients", "optimizer",
+              "backward", "kv-cache", "total");
+  for (int32_t rank = 0; rank < ranks; ++rank) {
+    fp8rl_memory_report m;
+    check(fp8rl_memory_report_init(&m), "fp8rl_memory_report_init");
+    check(fp8rl_memory_plan(&config, &recipe, ranks, rank, kv_tokens, &m), "fp8rl_memory_plan");
+    const int64_t total =
+        m.master_weights + m.compute_weights + m.gradients + m.optimizer_state + m.backward_weights + m.kv_cache;
+    std::printf("%6d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f\n", rank, gib(m.master_weights),
+                gib(m.compute_weights), gib(m.gradients), gib(m.optimizer_state), gib(m.backward_weights),
+                gib(m.kv_cache), gib(total));
+  }
+}
+
+void print_recipe(const std::string& name, const fp8rl_recipe& recipe) {
+  std::printf("recipe %s\n  linear %s, KV cache %s, attention %s, scales %s\n", name.c_str(), precision(recipe.linear),
+              precision(recipe.kv_cache), precision(recipe.attention),
+              recipe.scale_format == FP8RL_SCALE_POW2 ? "pow2" : "fp32");
+}
+
+void print_parameters(int64_t parameters) { std::printf("parameters %lld\n", static_cast<long long>(parameters)); }
+
+// --plan: the built-in model's shape from the flags, planned through
+// fp8rl_memory_plan without building it (an 8B or 70B shape plans at once).
+int run_plan(const ArgParser& p, const std::string& recipe_name) {
+  if (!p.text("model").empty())
+    throw UsageError("--plan plans the built-in model's shape from the model flags; it does not read --model");
+  const int64_t vocab = p.given("vocab") ? p.integer("vocab", 1, int64_t{1} << 24) : Tokenizer().padded_size();
+  fp8rl_model_config config = builtin_config(model_shape(p), vocab);
+  config.tie_word_embeddings = p.is_set("tie-embeddings") ? 1 : 0;
+  // The trained policy's recipe: under fp8-gen that is BF16, and the FP8
+  // generator is a second policy this plan does not include.
+  const fp8rl_recipe recipe = learner_recipe(recipe_name);
+  print_config(config);
+  print_recipe(recipe_name == "fp8-gen" ? "bf16 (the trainer's under fp8-gen)" : recipe_name, recipe);
+  int64_t parameters = 0;
+  check(fp8rl_model_config_parameter_count(&config, &parameters), "fp8rl_model_config_parameter_count");
+  print_parameters(parameters);
+  print_plan(config, recipe, static_cast<int32_t>(p.integer("ranks", 1, 1 << 20)),
+             p.integer("kv-tokens", 0, int64_t{1} << 40));
+  return 0;
+}
+
 }  // namespace
 
 int run_info(const ArgParser& p) {
   const std::string recipe_name = p.choice("recipe", recipe_names());
+  if (p.is_set("plan")) return run_plan(p, recipe_name);
+  for (const char* option : {"ranks", "kv-tokens", "vocab", "tie-embeddings"})
+    if (p.given(option)) throw UsageError(std::string("--") + option + " needs --plan");
   Context context(threads(p));
   const Policy policy =
       p.text("model").empty()
@@ -71,12 +132,10 @@ int run_info(const ArgParser& p) {
   const fp8rl_recipe recipe = generator_recipe(recipe_name);
   set_recipe(policy, recipe);
   print_config(policy_config(policy));
-  std::printf("recipe %s\n  linear %s, KV cache %s, attention %s, scales %s\n", recipe_name.c_str(),
-              precision(recipe.linear), precision(recipe.kv_cache), precision(recipe.attention),
-              recipe.scale_format == FP8RL_SCALE_POW2 ? "pow2" : "fp32");
+  print_recipe(recipe_name, recipe);
   int64_t parameters = 0;
   check(fp8rl_policy_parameter_count(policy.get(), &parameters), "fp8rl_policy_parameter_count");
-  std::printf("parameters %lld\n", static_cast<long long>(parameters));
+  print_parameters(parameters);
   fp8rl_memory_report report;
   check(fp8rl_memory_report_init(&report), "fp8rl_memory_report_init");
   check(fp8rl_policy_memory(policy.get(), &report), "fp8rl_policy_memory");
