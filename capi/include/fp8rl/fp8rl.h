@@ -831,7 +831,7 @@ FP8RL_API fp8rl_status fp8rl_policy_memory(const fp8rl_policy* policy, fp8rl_mem
  * recipe, and at N ranks rank @p rank's report.
  * @param config The model (validated as fp8rl_policy_create_random() does; any size within the limits).
  * @param recipe The precision recipe; NULL: the default (BF16).
- * @param world_size Ranks training together, >= 1.
+ * @param world_size Ranks training together, in [1, 2^20].
  * @param rank The rank planned for, in [0, world_size) (optimizer shards differ by a few blocks).
  * @param kv_cache_tokens Tokens (sequences x positions) the KV cache is planned for, >= 0.
  * @param[out] out_report Receives the plan; out_report->struct_size must be set (fp8rl_memory_report_init()).
