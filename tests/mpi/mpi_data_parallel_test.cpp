@@ -250,7 +250,7 @@ TEST_CASE("data parallel over MPI: the context knows its rank and world size") {
 TEST_CASE("data parallel over MPI: every rank holds the same compute weights, generates what it trains on and "
           "reports the same global metrics after every step") {
   for (const NamedRecipe& recipe : recipes()) {
-    CAPTURE(recipe.name);
+    CAPTURE(std::string(recipe.name));
     CAPTURE(world_rank());
     const Context context(true);
     // Each rank starts elsewhere: the trainer starts every rank from rank 0's weights.
@@ -293,7 +293,7 @@ TEST_CASE("data parallel over MPI: every rank holds the same compute weights, ge
 TEST_CASE("data parallel over MPI: N ranks on the batch split N ways equal one process on the whole batch up to "
           "summation order") {
   for (const NamedRecipe& recipe : recipes()) {
-    CAPTURE(recipe.name);
+    CAPTURE(std::string(recipe.name));
     CAPTURE(world_rank());
     // The reference, on every rank alike: one process, rank 0's starting weights, the whole batch.
     Context single_context(false);
@@ -331,7 +331,7 @@ TEST_CASE("data parallel over MPI: N ranks on the batch split N ways equal one p
     const double difference = max_abs_difference(saved_weights(policy.get(), "rank" + std::to_string(world_rank())),
                                                  single_weights);
     if (world_rank() == 0)
-      MESSAGE(recipe.name << ", " << world_size() << " MPI ranks vs one process: max |w_N - w_1| = " << difference
+      MESSAGE(std::string(recipe.name) << ", " << world_size() << " MPI ranks vs one process: max |w_N - w_1| = " << difference
                           << " (learning rate 1e-3), |loss_N - loss_1| = " << std::fabs(many.loss - one.loss)
                           << ", |grad_norm_N - grad_norm_1| / grad_norm_1 = "
                           << std::fabs(many.grad_norm - one.grad_norm) / one.grad_norm);
