@@ -75,7 +75,8 @@ class Call {
     return MPI_SUCCESS;
   }
 
-  // Runs a callback's body: an exception (out of memory) must not cross the C callback.
+  // Runs a callback's body: an exception (bad_alloc from a message or a count
+  // array, the only kind the bodies throw) must not cross the C callback.
   template <class Body>
   int run(Body&& body) noexcept {
     try {

@@ -53,7 +53,9 @@ MPI_Comm checked_communicator(int64_t fortran_comm) {
                   std::to_string(Fint::max()) + "]: not a handle from MPI_Comm_c2f");
   const MPI_Comm comm = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_comm));
   if (comm == MPI_COMM_NULL) throw invalid(named + " is MPI_COMM_NULL");
-  // Open MPI's handles are pointers, and MPI_Comm_f2c gives NULL for an index that names nothing.
+  // Open MPI's handles are pointers, and MPI_Comm_f2c gives NULL for an index that names nothing
+  // (a freed communicator's included). MPICH's are ints that MPI_Comm_f2c passes through: MPI
+  // itself must tell, below.
   if constexpr (std::is_pointer_v<MPI_Comm>) {
     if (comm == nullptr) throw invalid(named + " is not a valid MPI communicator handle");
   }
