@@ -9,9 +9,15 @@ if(SKBUILD)
   # beside it; install(FILES) copies the build-tree file, so that file carries it.
   set_target_properties(fp8rl PROPERTIES BUILD_WITH_INSTALL_RPATH ON INSTALL_RPATH "$ORIGIN")
   install(FILES $<TARGET_FILE:fp8rl> DESTINATION fp8rl RENAME libfp8rl.so COMPONENT python_package)
-  # Its DT_NEEDED libfp8rl.so.<major> resolves to the libfp8rl.so the package
-  # loaded first (the loader matches the SONAME of loaded libraries).
+  # The libraries the wheel ships: pyproject.toml's build target.
+  add_custom_target(fp8rl_python_libraries)
+  add_dependencies(fp8rl_python_libraries fp8rl)
+  # libfp8rl_mpi where MPI was found (Communicator.from_mpi4py looks beside
+  # libfp8rl.so). Its DT_NEEDED libfp8rl.so.<major> resolves to the
+  # libfp8rl.so the package loaded first: the loader matches the SONAMEs of
+  # loaded libraries.
   if(TARGET fp8rl_mpi)
+    add_dependencies(fp8rl_python_libraries fp8rl_mpi)
     set_target_properties(fp8rl_mpi PROPERTIES BUILD_WITH_INSTALL_RPATH ON INSTALL_RPATH "$ORIGIN")
     install(FILES $<TARGET_FILE:fp8rl_mpi> DESTINATION fp8rl RENAME libfp8rl_mpi.so COMPONENT python_package)
   endif()

@@ -134,9 +134,11 @@ int reduce_scatter_sum(void* data, const int64_t* counts, fp8rl_element_type typ
       if (const int code = call.check("MPI_Reduce_scatter", MPI_Reduce_scatter(MPI_IN_PLACE, data, part_counts.data(),
                                                                                 element.type, MPI_SUM, g.comm)))
         return code;
-      // In place, MPI leaves this rank's sums at the start of data: move them into its part.
-      std::memmove(at(data, offsets[static_cast<size_t>(g.rank)], element), data,
-                   static_cast<size_t>(counts[g.rank]) * element.bytes);
+      // In place, MPI leaves this rank's sums at the start of data: move them into its part
+      // (none to move, and data may be NULL, when the part is empty).
+      if (counts[g.rank] > 0)
+        std::memmove(at(data, offsets[static_cast<size_t>(g.rank)], element), data,
+                     static_cast<size_t>(counts[g.rank]) * element.bytes);
       return MPI_SUCCESS;
     }
     // Beyond int displacements: a rooted reduce per part (and piece), into the owner's part in place.
