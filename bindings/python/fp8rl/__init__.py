@@ -22,6 +22,7 @@ its version checked. ``fp8rl._raw`` mirrors the C header one to one.
 from ._library import library as _load, library_path
 from .configs import (CalibrationConfig, ImportanceConfig, LossConfig, ModelConfig, OptimizerConfig, Recipe,
                       SamplingParams, TrainerConfig)
+from .communicator import Communicator
 from .context import Context
 from .enums import (Aggregation, Backend, Baseline, FinishReason, ImportanceMode, KlEstimator, LogLevel, LossKind,
                     LrSchedule, ModelFamily, Precision, RopeScaling, SaveDtype, ScaleFormat)
@@ -35,8 +36,8 @@ _load()  # fail at import, not at the first call, if the library is missing or o
 __version__ = _load().fp8rl_version_string().decode()
 
 __all__ = [
-    "Aggregation", "Backend", "BackendUnavailableError", "Baseline", "CalibrationConfig", "Completion", "Context",
-    "CorruptDataError", "CudaError", "FinishReason", "Fp8rlError", "Fp8rlIOError", "ImportanceConfig",
+    "Aggregation", "Backend", "BackendUnavailableError", "Baseline", "CalibrationConfig", "Communicator", "Completion",
+    "Context", "CorruptDataError", "CudaError", "FinishReason", "Fp8rlError", "Fp8rlIOError", "ImportanceConfig",
     "ImportanceMode", "InternalError", "InvalidArgumentError", "KlEstimator", "LogLevel", "LossConfig", "LossKind",
     "LrSchedule", "ModelConfig", "ModelFamily", "NonFiniteError", "OptimizerConfig", "OutOfMemoryError", "Policy",
     "Precision", "Recipe", "RopeScaling", "Rollouts", "SamplingParams", "SaveDtype", "ScaleFormat", "TrainerConfig",

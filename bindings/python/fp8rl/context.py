@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import ctypes
 import logging
-from typing import Any
+from typing import Any, Optional
 
 from . import _raw
 from ._handle import Handle
 from ._library import library
+from .communicator import Communicator
 from .enums import Backend, LogLevel
 from .errors import check
 
@@ -34,11 +35,12 @@ class Context:
 
     Calls on one context are serialized by the library; policies on different
     contexts run in parallel (the library releases the GIL). A context must
-    outlive its policies: ``close()`` refuses while any is open.
+    outlive its policies: ``close()`` refuses while any is open. With a
+    `communicator` (data parallelism) its trainers train with the other ranks.
     """
 
     def __init__(self, backend: Backend = Backend.CPU, num_threads: int = 0, cuda_device: int = 0,
-                 log_level: LogLevel = LogLevel.WARNING):
+                 log_level: LogLevel = LogLevel.WARNING, communicator: Optional[Communicator] = None):
         options = _raw.fp8rl_context_options()
         check(library().fp8rl_context_options_init(ctypes.byref(options)))
         options.backend = backend
@@ -46,6 +48,8 @@ class Context:
         options.cuda_device = cuda_device
         options.log_level = log_level
         options.log_callback = _LOG_CALLBACK
+        if communicator is not None:
+            options.communicator = communicator._handle.pointer  # the context takes its own reference
         pointer = ctypes.c_void_p()
         check(library().fp8rl_context_create(ctypes.byref(options), ctypes.byref(pointer)))
         self._handle = Handle(pointer, library().fp8rl_context_destroy, "context")
@@ -79,3 +83,17 @@ class Context:
         value = ctypes.c_char_p()
         check(library().fp8rl_context_get_description(self._handle.pointer, ctypes.byref(value)))
         return (value.value or b"").decode()
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in the context's communicator (0 without one)."""
+        value = ctypes.c_int32()
+        check(library().fp8rl_context_get_rank(self._handle.pointer, ctypes.byref(value)))
+        return value.value
+
+    @property
+    def world_size(self) -> int:
+        """The number of ranks in the context's communicator (1 without one)."""
+        value = ctypes.c_int32()
+        check(library().fp8rl_context_get_world_size(self._handle.pointer, ctypes.byref(value)))
+        return value.value

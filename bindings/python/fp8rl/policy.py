@@ -124,6 +124,16 @@ class Policy:
         check(library().fp8rl_policy_parameter_count(self._handle.pointer, ctypes.byref(count)))
         return count.value
 
+    @property
+    def fingerprint(self) -> int:
+        """A 64-bit hash of what the policy computes with: compute weights, block scales, attention scales, recipe.
+
+        Data-parallel ranks hold equal fingerprints after every step. As slow as copying the weights.
+        """
+        value = ctypes.c_uint64()
+        check(library().fp8rl_policy_fingerprint(self._handle.pointer, ctypes.byref(value)))
+        return value.value
+
     def memory(self) -> Dict[str, int]:
         """Bytes held, by component (with the trainer's gradients, optimizer state and backward copies if training)."""
         if self._trainer is not None:
