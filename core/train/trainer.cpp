@@ -378,6 +378,7 @@ Trainer::Prepared Trainer::prepare_on_every_rank(const TrainBatch& batch, int64_
 
 IterationMetrics Trainer::run_iteration(const TrainBatch& batch, int64_t minibatches) {
   attach();
+  engine_->collectives.reset_traffic();  // what the iteration moves, not what saves or gathers moved before it
   Prepared p = prepare_on_every_rank(batch, minibatches);
   complete_logp_old(p);
   dist::Collectives& c = engine_->collectives;

@@ -65,6 +65,10 @@ void print_build(const Context& context) {
               fp8rl_version_string(), FP8RL_VERSION_MAJOR, FP8RL_VERSION_MINOR, FP8RL_VERSION_PATCH, description,
               features & FP8RL_FEATURE_CUDA ? "yes" : "no", features & FP8RL_FEATURE_AVX2 ? "yes" : "no",
               features & FP8RL_FEATURE_AVX512 ? "yes" : "no");
+  int32_t rank = 0, world_size = 1;
+  check(fp8rl_context_get_rank(context.get(), &rank), "fp8rl_context_get_rank");
+  check(fp8rl_context_get_world_size(context.get(), &world_size), "fp8rl_context_get_world_size");
+  std::printf("  data-parallel rank %d of %d\n", rank, world_size);
 }
 
 double gib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
