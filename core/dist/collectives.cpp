@@ -19,9 +19,7 @@ int64_t total(const std::vector<int64_t>& counts) { return std::accumulate(count
 Collectives::Collectives(std::shared_ptr<Communicator> communicator, Backend& backend)
     : communicator_(std::move(communicator)), backend_(backend) {
   require(communicator_ != nullptr, "collectives: no communicator");
-  if (communicator_->space() == BufferSpace::device && backend_.kind() != BackendKind::cuda)
-    fail(Status::unsupported, "communicator " + communicator_->description() +
-                                  " works on GPU memory; the context runs on the CPU backend");
+  require_reachable(*communicator_, backend_);
 }
 
 bool Collectives::staged() const {
