@@ -57,6 +57,7 @@ struct Outs {
   fp8rl_policy* policy;
   fp8rl_trainer* trainer;
   fp8rl_rollout* rollout;
+  fp8rl_communicator* communicator;
   fp8rl_backend backend;
   int32_t num_threads;
   uint32_t features;
@@ -78,6 +79,7 @@ struct Outs {
   fp8rl_finish_reason reasons[16];
   uint64_t seeds[16];
   uint8_t codes[4096];
+  uint8_t nccl_id[128];
   float scales[64];
   float c[1024];
   uint16_t bf16[4096];
@@ -385,6 +387,7 @@ void rollout_functions(Table& t, World& w);
 void mismatch_functions(Table& t, World& w);
 void trainer_functions(Table& t, World& w);
 void numerics_functions(Table& t, World& w);
+void distributed_functions(Table& t, World& w);
 
 // Malformed token sequences for a call taking (tokens, offsets, count): ids
 // -1 and vocab_size, offsets that do not start at 0 or decrease, counts 0

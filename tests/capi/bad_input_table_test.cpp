@@ -18,6 +18,7 @@ TEST_CASE("bad input table: every public function refuses each bad argument, nam
   mismatch_functions(table, world);
   trainer_functions(table, world);
   numerics_functions(table, world);
+  distributed_functions(table, world);
   table.run();
 }
 
