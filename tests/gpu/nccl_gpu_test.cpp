@@ -38,13 +38,28 @@ dist::NcclSetup setup(const dist::NcclId& id, int rank, int world, double timeou
   return s;
 }
 
-// `world` ranks, rank r on GPU r, created together (each blocks until all have joined).
-std::vector<std::shared_ptr<dist::Communicator>> make_group(int world, double timeout = 60.0) {
-  const dist::NcclId id = dist::nccl_unique_id();
-  std::vector<std::shared_ptr<dist::Communicator>> ranks(static_cast<size_t>(world));
-  run_threads(world, [&](int rank) { ranks[static_cast<size_t>(rank)] = dist::make_nccl_communicator(setup(id, rank, world, timeout)); });
-  return ranks;
-}
+// `world` ranks, rank r on GPU r, created together (each blocks until all
+// have joined) and destroyed together, as separate processes would be (a
+// rank's teardown may wait for its peers').
+class Group {
+ public:
+  explicit Group(int world, double timeout = 60.0) : ranks_(static_cast<size_t>(world)) {
+    const dist::NcclId id = dist::nccl_unique_id();
+    run_threads(world, [&](int rank) {
+      ranks_[static_cast<size_t>(rank)] = dist::make_nccl_communicator(setup(id, rank, world, timeout));
+    });
+  }
+  ~Group() {
+    run_threads(static_cast<int>(ranks_.size()), [&](int rank) { ranks_[static_cast<size_t>(rank)].reset(); });
+  }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  const std::shared_ptr<dist::Communicator>& operator[](int rank) const { return ranks_[static_cast<size_t>(rank)]; }
+
+ private:
+  std::vector<std::shared_ptr<dist::Communicator>> ranks_;
+};
 
 BackendRequest gpu_request(int device) { return BackendRequest{BackendChoice::cuda, 1, device}; }
 
@@ -108,7 +123,7 @@ bool several_gpus() {
 }  // namespace
 
 TEST_CASE("nccl: a group of one runs every collective in place on device buffers") {
-  const std::vector<std::shared_ptr<dist::Communicator>> group = make_group(1);
+  const Group group(1);
   dist::Communicator& nccl = *group[0];
   CHECK(nccl.rank() == 0);
   CHECK(nccl.size() == 1);
@@ -147,7 +162,7 @@ TEST_CASE("nccl: a group of one runs every collective in place on device buffers
 }
 
 TEST_CASE("nccl: a context refuses a communicator on another GPU, and the CPU backend") {
-  const std::vector<std::shared_ptr<dist::Communicator>> group = make_group(1);
+  const Group group(1);
   const auto [cpu_status, cpu_message] = thrown([&] { Context context(cpu_request(1), Logger(), group[0]); });
   CHECK(cpu_status == Status::unsupported);
   CHECK(cpu_message.find("works on GPU memory") != std::string::npos);
@@ -166,7 +181,8 @@ TEST_CASE("nccl: a training step through a group of one gives the weights of no 
     alone_print = train_rank(context, 0, 1, 2, &alone);
   }
   {
-    Context context(gpu_request(0), Logger(), make_group(1)[0]);
+    const Group group(1);
+    Context context(gpu_request(0), Logger(), group[0]);
     CHECK(context.world_size() == 1);
     nccl_print = train_rank(context, 0, 1, 2, &through_nccl);
   }
@@ -192,14 +208,14 @@ TEST_CASE("nccl: a group whose second rank never joins fails within its timeout,
 TEST_CASE("nccl: collectives over several GPUs against sums and layouts worked out by hand") {
   if (!several_gpus()) return;
   const int world = std::min(cuda_device_count(), 4);
-  const std::vector<std::shared_ptr<dist::Communicator>> group = make_group(world);
+  const Group group(world);
   // Parts of varying size, one empty: rank r's part has counts[r] elements.
   std::vector<int64_t> counts;
   for (int r = 0; r < world; ++r) counts.push_back(r == 1 ? 0 : 3 + r);
   const std::vector<int64_t> offsets = dist::part_offsets(counts);
   const size_t total = static_cast<size_t>(offsets.back());
   run_threads(world, [&](int rank) {
-    dist::Communicator& nccl = *group[static_cast<size_t>(rank)];
+    dist::Communicator& nccl = *group[rank];
     const std::unique_ptr<Backend> gpu = make_cuda_backend(rank);
     nccl.bind_backend(*gpu);
     const double n = world, r = rank;
@@ -253,10 +269,10 @@ TEST_CASE("nccl: collectives over several GPUs against sums and layouts worked o
 TEST_CASE("nccl: a data-parallel step over several GPUs leaves every rank with the same compute weights") {
   if (!several_gpus()) return;
   const int world = std::min(cuda_device_count(), 4);
-  const std::vector<std::shared_ptr<dist::Communicator>> group = make_group(world);
+  const Group group(world);
   std::vector<uint64_t> prints(static_cast<size_t>(world));
   run_threads(world, [&](int rank) {
-    Context context(gpu_request(rank), Logger(), group[static_cast<size_t>(rank)]);
+    Context context(gpu_request(rank), Logger(), group[rank]);
     prints[static_cast<size_t>(rank)] = train_rank(context, rank, world, 2);
   });
   for (uint64_t print : prints) CHECK(print == prints[0]);
@@ -268,7 +284,7 @@ TEST_CASE("nccl: a data-parallel step over several GPUs leaves every rank with t
 TEST_CASE("nccl: a rank that skips a collective makes the other fail within its timeout, naming it") {
   if (!several_gpus()) return;
   const double timeout = 2.0;
-  const std::vector<std::shared_ptr<dist::Communicator>> group = make_group(2, timeout);
+  const Group group(2, timeout);
   std::promise<void> rank0_done;
   const std::shared_future<void> done = rank0_done.get_future().share();
   // Rank 1 waits for rank 0 however rank 0 leaves.
