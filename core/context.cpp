@@ -31,6 +31,8 @@ Context::Context(std::unique_ptr<Backend> backend, const Logger& logger, int num
       backend_(std::move(backend)),
       communicator_(communicator ? std::move(communicator) : dist::make_single_process()) {
   require(backend_ != nullptr, "context: no backend");
+  // Refused here, when the context is created, not at the first training step.
+  dist::require_reachable(*communicator_, *backend_);
   communicator_->bind_backend(*backend_);
   description_ = backend_->description();
   if (communicator_->size() > 1) description_ += "; " + communicator_->description();

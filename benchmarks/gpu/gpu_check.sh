@@ -2,7 +2,8 @@
 # The GPU check, run from the repository root on the GPU machine by
 # `./run gpu-check [--stages LETTERS] [--budget SECONDS]`. It builds the GPU
 # targets for sm_90, then runs, most informative first:
-#   a  the GPU unit tests (every CUDA kernel against the CPU backend)
+#   a  the GPU unit tests (every CUDA kernel against the CPU backend) and the
+#      NCCL communicator's (its multi-GPU cases run where the machine has 2+ GPUs)
 #   b  compute-sanitizer memcheck and racecheck on small GEMM, quantize,
 #      attention and sampling tests
 #   c  the whole-policy tests (CUDA policy against the CPU policy, bitwise
@@ -114,7 +115,7 @@ configure_and_build() {
     -DPython3_EXECUTABLE="$python" \
     -DCMAKE_PREFIX_PATH="$doctest" \
     -DCMAKE_CXX_FLAGS="-isystem $doctest/include" &&
-    cmake --build "$build" -j "$(nproc)" --target test_gpu_kernels test_gpu_model fp8rl_bench_gpu_gemm fp8rl_bench_train
+    cmake --build "$build" -j "$(nproc)" --target test_gpu_kernels test_gpu_nccl test_gpu_model fp8rl_bench_gpu_gemm fp8rl_bench_train
 }
 # Functions run under timeout in a child bash, which needs them and their variables exported.
 export root build doctest python out
@@ -137,7 +138,7 @@ gpu_tests() {
 export -f gpu_tests
 
 if has_stage a; then
-  run_stage "a unit tests" "$out/a_unit_tests.log" 150 bash -c 'gpu_tests "$@"' _ '^gpu/test_gpu_kernels/' 8 || failed=1
+  run_stage "a unit tests" "$out/a_unit_tests.log" 150 bash -c 'gpu_tests "$@"' _ '^gpu/test_gpu_(kernels|nccl)/' 8 || failed=1
 fi
 
 if has_stage b; then

@@ -18,10 +18,9 @@ int64_t total(const std::vector<int64_t>& counts) { return std::accumulate(count
 
 Collectives::Collectives(std::shared_ptr<Communicator> communicator, Backend& backend)
     : communicator_(std::move(communicator)), backend_(backend) {
+  // A context refuses a communicator that cannot reach its backend's memory
+  // (require_reachable), so the pair here always fits.
   require(communicator_ != nullptr, "collectives: no communicator");
-  if (communicator_->space() == BufferSpace::device && backend_.kind() != BackendKind::cuda)
-    fail(Status::unsupported, "communicator " + communicator_->description() +
-                                  " works on GPU memory; the context runs on the CPU backend");
 }
 
 bool Collectives::staged() const {

@@ -1,5 +1,6 @@
 #include "core/dist/communicator.h"
 
+#include "kernels/backend.h"
 #include "kernels/error.h"
 
 namespace fp8rl::dist {
@@ -41,6 +42,12 @@ const char* element_name(ElementType type) {
 }
 
 std::shared_ptr<Communicator> make_single_process() { return std::make_shared<SingleProcess>(); }
+
+void require_reachable(const Communicator& communicator, const Backend& backend) {
+  if (communicator.space() == BufferSpace::device && backend.kind() != BackendKind::cuda)
+    fail(Status::unsupported, "communicator " + communicator.description() +
+                                  " works on GPU memory; the context runs on the CPU backend");
+}
 
 std::vector<int64_t> part_offsets(const std::vector<int64_t>& counts) {
   std::vector<int64_t> offsets{0};

@@ -58,6 +58,11 @@ class Communicator {
 // The one-process communicator: rank 0 of 1, every collective a no-op.
 std::shared_ptr<Communicator> make_single_process();
 
+// Refuses (Error(unsupported)) a communicator that cannot reach the backend's
+// memory: a device transport (NCCL) on the CPU backend. A host transport on
+// a device backend is fine: Collectives stages through host memory.
+void require_reachable(const Communicator& communicator, const Backend& backend);
+
 // Offsets of the consecutive parts: [size + 1], starting at 0.
 std::vector<int64_t> part_offsets(const std::vector<int64_t>& counts);
 

@@ -96,6 +96,7 @@ class CudaBackend final : public Backend {
   void row_abs_max(const float* x, int64_t rows, int64_t cols, float* out) override;
 
   cudaStream_t stream() const noexcept { return stream_.get(); }
+  int device() const noexcept { return device_; }
   // The cuBLASLt algorithm of the last GEMM, e.g. "id=66 tile=20 stages=8 splitk=1 cluster=2".
   std::string last_gemm_algorithm() const { return lt_->last_algorithm(); }
   // GEMM shapes that could not reuse their (N, K) reference algorithm (lt_gemm.h).

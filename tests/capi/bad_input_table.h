@@ -81,6 +81,7 @@ struct Outs {
   fp8rl_finish_reason reasons[16];
   uint64_t seeds[16];
   uint8_t codes[4096];
+  uint8_t nccl_id[128];
   float scales[64];
   float c[1024];
   uint16_t bf16[4096];

@@ -179,6 +179,15 @@ class FakeDeviceBackend final : public Backend {
   }
 
   size_t live_allocations() const { return live_.size(); }
+  // Whether pointer lies inside a live allocation of this backend.
+  bool is_device(const void* pointer) const {
+    const char* p = static_cast<const char*>(pointer);
+    auto it = live_.upper_bound(p);  // the first allocation starting after p
+    if (it == live_.begin()) return false;
+    --it;
+    return p >= it->first && p < it->first + it->second;
+  }
+
   bool fail_gemm = false;
   int64_t weight_quantizations = 0;  // quantize() calls in 128x128 blocks (the weights' layout)
 
@@ -187,13 +196,6 @@ class FakeDeviceBackend final : public Backend {
   void require_device(std::initializer_list<const void*> pointers) const {
     for (const void* p : pointers)
       if (!is_device(p)) fail(Status::internal, "fake device: got a host pointer");
-  }
-  bool is_device(const void* pointer) const {
-    const char* p = static_cast<const char*>(pointer);
-    auto it = live_.upper_bound(p);  // the first allocation starting after p
-    if (it == live_.begin()) return false;
-    --it;
-    return p >= it->first && p < it->first + it->second;
   }
   void transfer(void* dst, const void* src, size_t bytes, const void* device_side) {
     require_device({device_side});

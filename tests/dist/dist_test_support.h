@@ -15,17 +15,14 @@
 
 namespace fp8rl::test {
 
-// Runs body(rank, context) on `world` threads sharing one hub; rethrows the
-// lowest rank's exception.
-inline void run_ranks(int world, const std::function<void(int, Context&)>& body) {
-  auto hub = std::make_shared<ThreadHub>(world);
+// Runs body(rank) on `world` threads; rethrows the lowest rank's exception.
+inline void run_threads(int world, const std::function<void(int)>& body) {
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       try {
-        Context context(cpu_request(1), Logger(), std::make_shared<ThreadCommunicator>(hub, r));
-        body(r, context);
+        body(r);
       } catch (...) {
         errors[static_cast<size_t>(r)] = std::current_exception();
       }
@@ -34,6 +31,16 @@ inline void run_ranks(int world, const std::function<void(int, Context&)>& body)
   for (std::thread& t : threads) t.join();
   for (const std::exception_ptr& error : errors)
     if (error) std::rethrow_exception(error);
+}
+
+// Runs body(rank, context) on `world` threads sharing one hub, each with a
+// context of one CPU thread.
+inline void run_ranks(int world, const std::function<void(int, Context&)>& body) {
+  auto hub = std::make_shared<ThreadHub>(world);
+  run_threads(world, [&](int rank) {
+    Context context(cpu_request(1), Logger(), std::make_shared<ThreadCommunicator>(hub, rank));
+    body(rank, context);
+  });
 }
 
 // The global prompts: groups of two equal prompts, one group per length.
