@@ -203,8 +203,13 @@ def _params(node):
         a = _attrs(parm)
         if a.get("type") == "void":  # f(void)
             continue
-        result.append(Param(a.get("name", f"arg{len(result)}"), parse_type(a["type"])))
+        result.append(Param(a.get("name", f"arg{len(result)}"), _decay(parse_type(a["type"]))))
     return result
+
+
+def _decay(t):
+    """A parameter declared as an array is a pointer to its element in C (uint8_t id[128] passes uint8_t*)."""
+    return CType("pointer", target=t.target) if t.kind == "array" else t
 
 
 def run_swig(header, swig="swig"):

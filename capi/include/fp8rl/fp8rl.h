@@ -370,12 +370,12 @@ typedef enum fp8rl_element_type FP8RL_ENUM_INT32 {
 } fp8rl_element_type;
 
 /** @brief ::fp8rl_collective_callbacks::all_reduce_sum: data[count] = its element-wise sum over the ranks. */
-typedef int (*fp8rl_all_reduce_sum_callback)(void* data, int64_t count, fp8rl_element_type type, void* user_data);
+typedef int (*fp8rl_all_reduce_sum_callback)(void* data, int64_t count, fp8rl_element_type element_type, void* user_data);
 /** @brief ::fp8rl_collective_callbacks::reduce_scatter_sum and ::fp8rl_collective_callbacks::all_gather:
  *  data holds counts[world_size] elements, rank r's part after those of ranks 0..r-1. */
-typedef int (*fp8rl_parts_callback)(void* data, const int64_t* counts, fp8rl_element_type type, void* user_data);
+typedef int (*fp8rl_parts_callback)(void* data, const int64_t* counts, fp8rl_element_type element_type, void* user_data);
 /** @brief ::fp8rl_collective_callbacks::broadcast: data[count] = root's. */
-typedef int (*fp8rl_broadcast_callback)(void* data, int64_t count, fp8rl_element_type type, int32_t root,
+typedef int (*fp8rl_broadcast_callback)(void* data, int64_t count, fp8rl_element_type element_type, int32_t root,
                                         void* user_data);
 /** @brief ::fp8rl_collective_callbacks::barrier: returns when every rank has called it. */
 typedef int (*fp8rl_barrier_callback)(void* user_data);

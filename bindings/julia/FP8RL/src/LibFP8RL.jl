@@ -161,9 +161,9 @@ mutable struct fp8rl_trainer end
 
 # ---- callbacks: C function pointers (make them with @cfunction)
 const fp8rl_log_callback = Ptr{Cvoid}  # void (*)(fp8rl_log_level level, const char* message, void* user_data)
-const fp8rl_all_reduce_sum_callback = Ptr{Cvoid}  # int (*)(void* data, int64_t count, fp8rl_element_type type, void* user_data)
-const fp8rl_parts_callback = Ptr{Cvoid}  # int (*)(void* data, const int64_t* counts, fp8rl_element_type type, void* user_data)
-const fp8rl_broadcast_callback = Ptr{Cvoid}  # int (*)(void* data, int64_t count, fp8rl_element_type type, int32_t root, void* user_data)
+const fp8rl_all_reduce_sum_callback = Ptr{Cvoid}  # int (*)(void* data, int64_t count, fp8rl_element_type element_type, void* user_data)
+const fp8rl_parts_callback = Ptr{Cvoid}  # int (*)(void* data, const int64_t* counts, fp8rl_element_type element_type, void* user_data)
+const fp8rl_broadcast_callback = Ptr{Cvoid}  # int (*)(void* data, int64_t count, fp8rl_element_type element_type, int32_t root, void* user_data)
 const fp8rl_barrier_callback = Ptr{Cvoid}  # int (*)(void* user_data)
 const fp8rl_error_message_callback = Ptr{Cvoid}  # const char* (*)(void* user_data)
 const fp8rl_destroy_callback = Ptr{Cvoid}  # void (*)(void* user_data)
@@ -536,22 +536,22 @@ end
     fp8rl_nccl_unique_id(out_id)
 
 ```c
-fp8rl_status fp8rl_nccl_unique_id(uint8_t[128] out_id)
+fp8rl_status fp8rl_nccl_unique_id(uint8_t* out_id)
 ```
 """
 function fp8rl_nccl_unique_id(out_id)
-    @ccall $(_symbol(:fp8rl_nccl_unique_id))(out_id::NTuple{128, UInt8})::fp8rl_status
+    @ccall $(_symbol(:fp8rl_nccl_unique_id))(out_id::Ptr{UInt8})::fp8rl_status
 end
 
 """
     fp8rl_communicator_create_nccl(id, rank, world_size, cuda_device, timeout_seconds, out_communicator)
 
 ```c
-fp8rl_status fp8rl_communicator_create_nccl(const uint8_t[128] id, int32_t rank, int32_t world_size, int32_t cuda_device, double timeout_seconds, fp8rl_communicator** out_communicator)
+fp8rl_status fp8rl_communicator_create_nccl(const uint8_t* id, int32_t rank, int32_t world_size, int32_t cuda_device, double timeout_seconds, fp8rl_communicator** out_communicator)
 ```
 """
 function fp8rl_communicator_create_nccl(id, rank, world_size, cuda_device, timeout_seconds, out_communicator)
-    @ccall $(_symbol(:fp8rl_communicator_create_nccl))(id::NTuple{128, UInt8}, rank::Int32, world_size::Int32, cuda_device::Int32, timeout_seconds::Cdouble, out_communicator::Ptr{Ptr{fp8rl_communicator}})::fp8rl_status
+    @ccall $(_symbol(:fp8rl_communicator_create_nccl))(id::Ptr{UInt8}, rank::Int32, world_size::Int32, cuda_device::Int32, timeout_seconds::Cdouble, out_communicator::Ptr{Ptr{fp8rl_communicator}})::fp8rl_status
 end
 
 """

@@ -181,11 +181,11 @@ pub struct fp8rl_trainer {
 /// C callback type `fp8rl_log_callback`.
 pub type fp8rl_log_callback = Option<unsafe extern "C" fn(level: fp8rl_log_level, message: *const c_char, user_data: *mut c_void)>;
 /// C callback type `fp8rl_all_reduce_sum_callback`.
-pub type fp8rl_all_reduce_sum_callback = Option<unsafe extern "C" fn(data: *mut c_void, count: i64, type: fp8rl_element_type, user_data: *mut c_void) -> c_int>;
+pub type fp8rl_all_reduce_sum_callback = Option<unsafe extern "C" fn(data: *mut c_void, count: i64, element_type: fp8rl_element_type, user_data: *mut c_void) -> c_int>;
 /// C callback type `fp8rl_parts_callback`.
-pub type fp8rl_parts_callback = Option<unsafe extern "C" fn(data: *mut c_void, counts: *const i64, type: fp8rl_element_type, user_data: *mut c_void) -> c_int>;
+pub type fp8rl_parts_callback = Option<unsafe extern "C" fn(data: *mut c_void, counts: *const i64, element_type: fp8rl_element_type, user_data: *mut c_void) -> c_int>;
 /// C callback type `fp8rl_broadcast_callback`.
-pub type fp8rl_broadcast_callback = Option<unsafe extern "C" fn(data: *mut c_void, count: i64, type: fp8rl_element_type, root: i32, user_data: *mut c_void) -> c_int>;
+pub type fp8rl_broadcast_callback = Option<unsafe extern "C" fn(data: *mut c_void, count: i64, element_type: fp8rl_element_type, root: i32, user_data: *mut c_void) -> c_int>;
 /// C callback type `fp8rl_barrier_callback`.
 pub type fp8rl_barrier_callback = Option<unsafe extern "C" fn(user_data: *mut c_void) -> c_int>;
 /// C callback type `fp8rl_error_message_callback`.
@@ -482,10 +482,10 @@ extern "C" {
     pub fn fp8rl_context_get_world_size(context: *const fp8rl_context, out_world_size: *mut i32) -> fp8rl_status;
     /// `fp8rl_status fp8rl_communicator_create_from_callbacks(const fp8rl_collective_callbacks* callbacks, fp8rl_communicator** out_communicator)`
     pub fn fp8rl_communicator_create_from_callbacks(callbacks: *const fp8rl_collective_callbacks, out_communicator: *mut *mut fp8rl_communicator) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_nccl_unique_id(uint8_t[128] out_id)`
-    pub fn fp8rl_nccl_unique_id(out_id: [u8; 128]) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_communicator_create_nccl(const uint8_t[128] id, int32_t rank, int32_t world_size, int32_t cuda_device, double timeout_seconds, fp8rl_communicator** out_communicator)`
-    pub fn fp8rl_communicator_create_nccl(id: [u8; 128], rank: i32, world_size: i32, cuda_device: i32, timeout_seconds: f64, out_communicator: *mut *mut fp8rl_communicator) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_nccl_unique_id(uint8_t* out_id)`
+    pub fn fp8rl_nccl_unique_id(out_id: *mut u8) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_communicator_create_nccl(const uint8_t* id, int32_t rank, int32_t world_size, int32_t cuda_device, double timeout_seconds, fp8rl_communicator** out_communicator)`
+    pub fn fp8rl_communicator_create_nccl(id: *const u8, rank: i32, world_size: i32, cuda_device: i32, timeout_seconds: f64, out_communicator: *mut *mut fp8rl_communicator) -> fp8rl_status;
     /// `fp8rl_status fp8rl_communicator_destroy(fp8rl_communicator* communicator)`
     pub fn fp8rl_communicator_destroy(communicator: *mut fp8rl_communicator) -> fp8rl_status;
     /// `fp8rl_status fp8rl_communicator_get_rank(const fp8rl_communicator* communicator, int32_t* out_rank, int32_t* out_world_size)`
