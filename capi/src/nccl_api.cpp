@@ -13,7 +13,7 @@ using fp8rl::capi::guarded;
 
 extern "C" {
 
-FP8RL_API fp8rl_status fp8rl_nccl_unique_id(uint8_t out_id[128]) {
+FP8RL_API fp8rl_status fp8rl_nccl_unique_id(uint8_t* out_id) {
   return guarded(__func__, [&] {
     fp8rl::require(out_id != nullptr, "out_id is NULL");
     const fp8rl::dist::NcclId id = fp8rl::dist::nccl_unique_id();
@@ -21,7 +21,7 @@ FP8RL_API fp8rl_status fp8rl_nccl_unique_id(uint8_t out_id[128]) {
   });
 }
 
-FP8RL_API fp8rl_status fp8rl_communicator_create_nccl(const uint8_t id[128], int32_t rank, int32_t world_size,
+FP8RL_API fp8rl_status fp8rl_communicator_create_nccl(const uint8_t* id, int32_t rank, int32_t world_size,
                                                       int32_t cuda_device, double timeout_seconds,
                                                       fp8rl_communicator** out_communicator) {
   return guarded(__func__, [&] {

@@ -319,6 +319,8 @@ TEST_CASE("data parallel over MPI: N ranks on the batch split N ways equal one p
       const Trainer trainer(policy.get());
       mine = rollout(policy.get(), share(world_rank(), world_size(), trainer.get()));
       many = iterate(trainer.get(), mine);
+      // Each rank's masters are whole only in its shard until gathered (collective).
+      REQUIRE(fp8rl_trainer_gather_weights(trainer.get()) == FP8RL_OK);
     }
     // One seed stream and rank 0's weights: the ranks' rollouts joined are the single process's, bit for bit.
     CHECK(same_bits(all_gathered_v(mine.logp_gen), whole.logp_gen));

@@ -209,7 +209,8 @@ def test_recipe_round_trips_through_a_policy(policy):
 def test_memory_report_follows_the_parameter_count(policy):
     params = policy.parameter_count
     report = policy.memory()
-    assert set(report) == {"master_weights", "compute_weights", "gradients", "optimizer_state", "backward_weights"}
+    assert set(report) == {"master_weights", "compute_weights", "gradients", "optimizer_state", "backward_weights",
+                           "kv_cache"}
     assert report["master_weights"] == 4 * params  # FP32
     assert report["gradients"] == report["optimizer_state"] == report["backward_weights"] == 0
     assert 0 < report["compute_weights"] < report["master_weights"]  # E4M3 and BF16 copies
@@ -315,7 +316,7 @@ EXPECTED_METRICS = {
     "completion_tokens": int, "trained_tokens": int, "tokens_per_second": float, "generation_seconds": float,
     "recompute_seconds": float, "train_seconds": float, "recalibration_seconds": float,
     "recalibration_fraction": float, "ratio_min": float, "ratio_max": float, "old_policy_kl": float,
-    "minibatches": int,
+    "minibatches": int, "bytes_reduced": int, "bytes_gathered": int, "communication_seconds": float,
 }
 MISMATCH = ("token_mult_prob_error", "gen_kl_error", "is_weight_mean", "is_truncated_fraction", "is_masked_fraction")
 

@@ -345,8 +345,8 @@ FP8RL_API fp8rl_status fp8rl_context_get_world_size(const fp8rl_context* context
  * on its own rollouts, gradients are summed over the ranks, each rank updates
  * its own slice of the optimizer state, and the updated weights are gathered
  * so that every rank holds bitwise the same compute weights and scales. A
- * communicator carries the collectives; the library never opens sockets of
- * its own. Three kinds:
+ * communicator carries the collectives over a transport the host chose (MPI,
+ * NCCL, or its own); the library has no transport of its own. Three kinds:
  *  - MPI over host memory, from a communicator the host already has:
  *    fp8rl_mpi_communicator_create() in the companion library libfp8rl_mpi
  *    (header fp8rl/fp8rl_mpi.h), so that libfp8rl itself loads without MPI;
@@ -441,7 +441,7 @@ FP8RL_API fp8rl_status fp8rl_communicator_create_from_callbacks(const fp8rl_coll
  * Thread-safe.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
-FP8RL_API fp8rl_status fp8rl_nccl_unique_id(uint8_t out_id[128]);
+FP8RL_API fp8rl_status fp8rl_nccl_unique_id(uint8_t* out_id);
 
 /**
  * @brief Creates an NCCL communicator over GPU memory; every rank calls it with the same id.
@@ -462,7 +462,7 @@ FP8RL_API fp8rl_status fp8rl_nccl_unique_id(uint8_t out_id[128]);
  * Thread-safe.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
-FP8RL_API fp8rl_status fp8rl_communicator_create_nccl(const uint8_t id[128], int32_t rank, int32_t world_size,
+FP8RL_API fp8rl_status fp8rl_communicator_create_nccl(const uint8_t* id, int32_t rank, int32_t world_size,
                                                       int32_t cuda_device, double timeout_seconds,
                                                       fp8rl_communicator** out_communicator);
 
