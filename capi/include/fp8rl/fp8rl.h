@@ -272,7 +272,9 @@ FP8RL_API fp8rl_status fp8rl_context_options_init(fp8rl_context_options* options
  *             releases it with fp8rl_context_destroy().
  * @retval FP8RL_ERROR_BACKEND_UNAVAILABLE if CUDA was asked for and is not built or has no device.
  * @retval FP8RL_ERROR_VERSION_MISMATCH if options->struct_size is not one this library knows.
- * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or out-of-range fields.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or out-of-range fields, or an
+ *         NCCL communicator of another CUDA device than the context's.
+ * @retval FP8RL_ERROR_UNSUPPORTED for a communicator over GPU memory (NCCL) on the CPU backend.
  * Thread-safe.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
