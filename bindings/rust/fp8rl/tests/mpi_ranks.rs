@@ -21,11 +21,15 @@ extern "C" {
     fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
 }
 
+type InitFn = unsafe extern "C" fn(*mut i32, *mut i32) -> i64;
+type AllgatherFn = unsafe extern "C" fn(u64, *mut u64);
+type FinalizeFn = unsafe extern "C" fn();
+
 /// The functions of tests/rust/mpi_world.c.
 struct MpiWorld {
-    init: unsafe extern "C" fn(*mut i32, *mut i32) -> i64,
-    allgather_u64: unsafe extern "C" fn(u64, *mut u64),
-    finalize: unsafe extern "C" fn(),
+    init: InitFn,
+    allgather_u64: AllgatherFn,
+    finalize: FinalizeFn,
 }
 
 impl MpiWorld {
@@ -45,9 +49,9 @@ impl MpiWorld {
         // SAFETY: the functions mpi_world.c defines, with these signatures.
         unsafe {
             Self {
-                init: std::mem::transmute::<*mut c_void, _>(symbol("fp8rl_test_mpi_init")),
-                allgather_u64: std::mem::transmute::<*mut c_void, _>(symbol("fp8rl_test_mpi_allgather_u64")),
-                finalize: std::mem::transmute::<*mut c_void, _>(symbol("fp8rl_test_mpi_finalize")),
+                init: std::mem::transmute::<*mut c_void, InitFn>(symbol("fp8rl_test_mpi_init")),
+                allgather_u64: std::mem::transmute::<*mut c_void, AllgatherFn>(symbol("fp8rl_test_mpi_allgather_u64")),
+                finalize: std::mem::transmute::<*mut c_void, FinalizeFn>(symbol("fp8rl_test_mpi_finalize")),
             }
         }
     }
