@@ -31,7 +31,7 @@ function _rooted!(f, state::_HostCollectives)
     return nothing
 end
 
-_root!(state) = _rooted!((rooted, s) -> rooted[s] = nothing, state)
+_root!(state) = _rooted!((rooted, s) -> (rooted[s] = nothing), state)
 _unroot!(state) = _rooted!((rooted, s) -> delete!(rooted, s), state)
 
 """
