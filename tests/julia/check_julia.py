@@ -83,6 +83,8 @@ def read_module(text):
 
 def _normalized(declaration):
     text = re.sub(r"\s+", " ", declaration.replace("FP8RL_API", "")).strip()
+    # An array parameter is a pointer in C (`uint8_t id[128]` declares `uint8_t* id`), as the generator writes it.
+    text = re.sub(r"(\w+)\s*\[\s*\w*\s*\]", r"*\1", text)
     return re.sub(r"\s*([*(),])\s*", r"\1", text)
 
 

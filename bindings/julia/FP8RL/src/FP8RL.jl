@@ -41,6 +41,8 @@ include("configs.jl")
 include("training_configs.jl")
 include("logging.jl")
 include("handles.jl")
+include("communicator.jl")
+include("host_collectives.jl")
 include("context.jl")
 include("arrays.jl")
 include("numerics.jl")
@@ -52,19 +54,23 @@ include("version.jl")
 
 export FP8RLError
 export version, version_string, build_features
-export Context, backend, num_threads, description
+export Context, backend, num_threads, description, rank, world_size
+export Communicator, mpi_communicator, nccl_unique_id, nccl_communicator
 export ModelConfig, Recipe, SamplingParams, CalibrationConfig, LossConfig, OptimizerConfig, TrainerConfig
 export QuantizeOptions, ImportanceOptions
 export Policy, load_policy, context, config, recipe, set_recipe!, parameter_count, memory, save, export_fp8
+export fingerprint
 export attention_scales, set_attention_scales!, recalibrate_attention_scales!, copy_weights!
 export Rollout, Completion, generate, score, completions, total_tokens
 export Trainer, train_step!, train_iteration!, recompute_logprobs, recalibrate!, next_seeds, save_state, load_state!
+export gather_weights!
 export mismatch_metrics
 export QuantizedMatrix, quantized_sizes, quantize, dequantize, convert_dtype, gemm_fp8, gemm_bf16
 
 function __init__()
     # A C function pointer must be made at run time: one from precompilation would be stale.
     _LOG_CALLBACK[] = @cfunction(_log_callback, Cvoid, (Cint, Ptr{UInt8}, Ptr{Cvoid}))
+    _init_collective_trampolines()
     _check_library_version()
     return nothing
 end

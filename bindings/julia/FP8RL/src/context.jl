@@ -1,7 +1,7 @@
 # Contexts: a backend (device, CPU threads, memory) plus logging.
 
 """
-    Context(; backend = :cpu, num_threads = 0, cuda_device = 0, log_level = :warning)
+    Context(; backend = :cpu, num_threads = 0, cuda_device = 0, log_level = :warning, communicator = nothing)
     Context(f; options...)
 
 A backend plus logging (`fp8rl_context`): where computations run. `backend` is
@@ -10,7 +10,9 @@ binding defaults to `:cpu`, as the Python one does, where the C default is
 `:auto`. `num_threads` 0 uses every hardware thread. Library messages at or
 above `log_level` (`:debug`, `:info`, `:warning`, `:error`, `:off`) go to
 Julia's logging, from module `FP8RL`, when the call that logged returns.
-The other defaults are `fp8rl_context_options_init`'s.
+With a [`Communicator`](@ref) the context's trainers are data-parallel over
+its ranks ([`rank`](@ref), [`world_size`](@ref)); the context keeps its own
+reference to it. The other defaults are `fp8rl_context_options_init`'s.
 
 Calls on one context and its policies are serialized by the library, so a
 context may be shared by tasks and threads; policies on different contexts
@@ -25,16 +27,18 @@ mutable struct Context <: _Handle
     end
 end
 
-function Context(; backend = :cpu, num_threads = nothing, cuda_device = nothing, log_level = nothing)
+function Context(; backend = :cpu, num_threads = nothing, cuda_device = nothing, log_level = nothing,
+                 communicator::Union{Nothing,Communicator} = nothing)
     defaults = _c_defaults(L.fp8rl_context_options)
     options = _with(defaults;
                     backend = _c(_BACKEND, backend, "Context: backend"),
                     num_threads = something(num_threads, defaults.num_threads),
                     cuda_device = something(cuda_device, defaults.cuda_device),
                     log_level = _c(_LOG_LEVEL, something(log_level, defaults.log_level), "Context: log_level"),
-                    log_callback = _LOG_CALLBACK[], log_user_data = C_NULL)
+                    log_callback = _LOG_CALLBACK[], log_user_data = C_NULL,
+                    communicator = communicator === nothing ? C_NULL : _ptr(communicator))
     out = Ref{Ptr{L.fp8rl_context}}(C_NULL)
-    check(L.fp8rl_context_create(Ref(options), out))
+    GC.@preserve communicator check(L.fp8rl_context_create(Ref(options), out))
     return Context(out[])
 end
 
@@ -84,4 +88,13 @@ function description(ctx::Context)
         check(L.fp8rl_context_get_description(ctx, value))
         unsafe_string(value[])
     end
+end
+
+rank(ctx::Context) = _context_int(L.fp8rl_context_get_rank, ctx)
+world_size(ctx::Context) = _context_int(L.fp8rl_context_get_world_size, ctx)
+
+function _context_int(get, ctx::Context)
+    value = Ref{Int32}(0)
+    check(get(ctx, value))
+    return Int(value[])
 end

@@ -249,3 +249,17 @@ function copy_weights!(destination::Policy, source::Policy)
     check(L.fp8rl_policy_copy_weights(destination, source))
     return destination
 end
+
+"""
+    fingerprint(policy::Policy) -> UInt64
+
+A 64-bit fingerprint of what the policy computes with (`fp8rl_policy_fingerprint`):
+every compute copy of its weights (BF16 values, E4M3 codes and block scales),
+its attention scales and its recipe. Equal fingerprints on all ranks after a
+data-parallel step say the ranks generate alike. As slow as copying the weights.
+"""
+function fingerprint(policy::Policy)
+    value = Ref{UInt64}(0)
+    check(L.fp8rl_policy_fingerprint(policy, value))
+    return value[]
+end

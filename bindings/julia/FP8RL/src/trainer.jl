@@ -228,6 +228,22 @@ function recalibrate!(trainer::Trainer)
 end
 
 """
+    gather_weights!(trainer::Trainer) -> trainer
+
+Data parallelism: all-gathers the FP32 master weights, so that this rank's
+policy holds all of them again (`fp8rl_trainer_gather_weights`; each rank
+updates only its optimizer slice's). Collective: every rank calls it. Call it
+before reading the policy's master weights after a data-parallel step (`save`,
+`export_fp8`, `set_recipe!`, `copy_weights!`, or closing the trainer when the
+policy is used afterwards); until then those throw `FP8RL_ERROR_DISTRIBUTED`.
+[`save_state`](@ref) gathers them itself. Returns at once with one rank.
+"""
+function gather_weights!(trainer::Trainer)
+    check(L.fp8rl_trainer_gather_weights(trainer))
+    return trainer
+end
+
+"""
     next_seeds(trainer::Trainer, count) -> Vector{UInt64}
 
 Seeds for the next `count` prompts, from the trainer's seed stream

@@ -41,8 +41,8 @@ end
 # Whether err is an FP8RLError of `status` whose message contains `needle`.
 is_error(err, status, needle = "") = err isa FP8RLError && err.status == status && occursin(needle, err.message)
 
-# What a fixed batch of prompts and seeds generates: equal policies give equal fingerprints.
-function fingerprint(policy)
+# What a fixed batch of prompts and seeds generates: equal policies generate alike.
+function generated(policy)
     return generate(policy, [[1, 2, 3], [4, 5], [6]], SAMPLING; seeds = [11, 12, 13]) do rollout
         [(c.tokens, bits(c.logprobs)) for c in rollout]
     end
@@ -54,6 +54,106 @@ end
     Trainer(policy)
     generate(policy, [[1, 2]], SAMPLING)
     return nothing
+end
+
+# Ranks as threads of this process, for the host-callback communicators: a
+# barrier that spins (the collectives run inside a library call, where a task
+# must not yield) and one posted buffer per rank.
+struct ThreadHub
+    size::Int
+    arrived::Threads.Atomic{Int}
+    generation::Threads.Atomic{Int}
+    posted::Vector{Any}
+end
+
+ThreadHub(size) = ThreadHub(size, Threads.Atomic{Int}(0), Threads.Atomic{Int}(0), Vector{Any}(nothing, size))
+
+function wait_all(hub::ThreadHub)
+    generation = hub.generation[]
+    if Threads.atomic_add!(hub.arrived, 1) == hub.size - 1  # the last to arrive releases the others
+        hub.arrived[] = 0
+        Threads.atomic_add!(hub.generation, 1)
+    else
+        while hub.generation[] == generation
+            GC.safepoint()  # a collection another rank starts must not wait for this loop
+        end
+    end
+    return nothing
+end
+
+# Posts this rank's buffer, waits for all, reads, waits again (no buffer changes while another rank reads it).
+function exchange(read, hub::ThreadHub, rank, data)
+    hub.posted[rank + 1] = data
+    wait_all(hub)
+    read()
+    wait_all(hub)
+    return nothing
+end
+
+# Rank `rank`'s collectives over `hub`; sums in rank order, so every rank computes the same bits.
+function thread_collectives(hub::ThreadHub, rank::Integer)
+    function sum_over_ranks(data)
+        total = similar(data)
+        exchange(hub, rank, data) do
+            for i in eachindex(total)
+                total[i] = foldl(+, (hub.posted[r][i] for r in 1:hub.size))
+            end
+        end
+        copyto!(data, total)
+        return nothing
+    end
+    function gather_from_ranks(data, counts)
+        offsets = cumsum([0; counts])
+        exchange(hub, rank, data) do
+            for r in 1:hub.size
+                part = (offsets[r] + 1):offsets[r + 1]
+                r == rank + 1 || copyto!(view(data, part), view(hub.posted[r], part))
+            end
+        end
+        return nothing
+    end
+    function from_root(data, root)
+        exchange(() -> rank == root || copyto!(data, hub.posted[root + 1]), hub, rank, data)
+        return nothing
+    end
+    return (all_reduce_sum! = sum_over_ranks, all_gather! = gather_from_ranks, broadcast! = from_root)
+end
+
+# body(rank) on two threads at once (the ranks block on each other); the
+# results, or the exceptions thrown, in rank order.
+function on_two_threads(body)
+    results = Vector{Any}(undef, 2)
+    Threads.@threads :static for r in 0:1
+        results[r + 1] = try
+            body(r)
+        catch err
+            err
+        end
+    end
+    return results
+end
+
+# Two GRPO steps of a data-parallel FP8 policy on rank r's own prompts.
+function train_rank(communicator, r)
+    return Context(; num_threads = 1, communicator = communicator) do ctx
+        close(communicator)  # the context keeps its own reference
+        Policy(tiny_config(); seed = 1 + r, recipe = Recipe(:fp8_full), context = ctx) do policy
+            optimizer = OptimizerConfig(learning_rate = 1e-2)
+            Trainer(policy; loss = LossConfig(group_size = 2), optimizer = optimizer) do trainer
+                fingerprints = [fingerprint(policy)]
+                metrics = map(0:1) do step
+                    prompts = [[3 + r, 5 + step, 7], [3 + r, 5 + step, 7]]
+                    m = generate(policy, prompts, SAMPLING; seeds = next_seeds(trainer, 2)) do rollout
+                        train_step!(trainer, rollout; rewards = [Float64(sum(c.tokens) % 3) for c in rollout])
+                    end
+                    push!(fingerprints, fingerprint(policy))
+                    m
+                end
+                gather_weights!(trainer)
+                (; rank = rank(ctx), world_size = world_size(ctx), fingerprints = fingerprints, metrics = metrics)
+            end
+        end
+    end
 end
 
 # examples/rl_loop.c's completions, from the file it wrote or by running it; nothing without either.
@@ -292,7 +392,7 @@ end
             @test isfile(joinpath(dir, "model", "config.json"))
             load_policy(joinpath(dir, "model")) do loaded
                 @test config(loaded) == config(policy) && recipe(loaded) == Recipe()
-                @test fingerprint(loaded) == fingerprint(policy)  # F32 weights are exact
+                @test generated(loaded) == generated(policy)  # F32 weights are exact
             end
             export_fp8(policy, joinpath(dir, "fp8"))
             @test isfile(joinpath(dir, "fp8", "config.json"))
@@ -301,9 +401,9 @@ end
         end
 
         Policy(tiny_config(); seed = 2) do other
-            @test fingerprint(other) != fingerprint(policy)
+            @test generated(other) != generated(policy)
             @test copy_weights!(other, policy) === other
-            @test fingerprint(other) == fingerprint(policy)
+            @test generated(other) == generated(policy)
             @test is_error(thrown(() -> copy_weights!(other, other)), INVALID_ARGUMENT)
         end
     end
@@ -447,6 +547,93 @@ end
             @test losses[end] < 0.5 * losses[1]
             err = thrown(() -> train_step!(sft, prompts, answers; rewards = [1, 1, 1]))
             @test is_error(err, INVALID_ARGUMENT, "neither rewards nor advantages")
+        end
+    end
+end
+
+@testset "communicators" begin
+    @testset "host callbacks live as long as the last reference" begin
+        ignore(args...) = nothing  # one rank: the library calls no collective
+        collectives = (all_reduce_sum! = ignore, all_gather! = ignore, broadcast! = ignore)
+        rooted = length(FP8RL._ROOTED)
+        communicator = Communicator(collectives; rank = 0, world_size = 1, name = "one rank")
+        @test (rank(communicator), world_size(communicator)) == (0, 1)
+        @test length(FP8RL._ROOTED) == rooted + 1
+        Context(; num_threads = 1, communicator = communicator) do ctx
+            close(communicator)
+            @test length(FP8RL._ROOTED) == rooted + 1  # the context still uses them
+            @test (rank(ctx), world_size(ctx)) == (0, 1)
+        end
+        @test length(FP8RL._ROOTED) == rooted  # the library's destroy released them
+        Context() do ctx
+            @test (rank(ctx), world_size(ctx)) == (0, 1)  # no communicator: one process
+        end
+    end
+
+    @testset "bad callbacks and ranks are refused" begin
+        @test is_error(thrown(() -> Communicator((all_reduce_sum! = identity,); rank = 0, world_size = 1)),
+                       INVALID_ARGUMENT, "all_gather!")
+        collectives = (all_reduce_sum! = identity, all_gather! = (data, counts) -> nothing,
+                       broadcast! = (data, root) -> nothing)
+        rooted = length(FP8RL._ROOTED)
+        @test is_error(thrown(() -> Communicator(collectives; rank = 2, world_size = 2)), INVALID_ARGUMENT, "rank")
+        @test length(FP8RL._ROOTED) == rooted  # a refused communicator keeps nothing alive
+    end
+
+    @testset "a missing libfp8rl_mpi is an error naming it" begin
+        missing_library = joinpath(tempdir(), "fp8rl-no-such-folder", "libfp8rl_mpi.so")
+        withenv("FP8RL_MPI_LIBRARY" => missing_library) do
+            err = thrown(() -> mpi_communicator(0))
+            @test is_error(err, LibFP8RL.FP8RL_ERROR_BACKEND_UNAVAILABLE, missing_library)
+            @test occursin("FP8RL_MPI_LIBRARY", err.message)
+        end
+    end
+
+    @testset "NCCL needs the CUDA backend" begin
+        if build_features().cuda
+            @info "a CUDA build: NCCL communicators are tested on the GPU machine"
+        else
+            @test is_error(thrown(nccl_unique_id), LibFP8RL.FP8RL_ERROR_UNSUPPORTED)
+            @test is_error(thrown(() -> nccl_communicator(zeros(UInt8, 128), 0, 1, 0; timeout = 10)),
+                           LibFP8RL.FP8RL_ERROR_UNSUPPORTED)
+        end
+        @test is_error(thrown(() -> nccl_communicator(zeros(UInt8, 5), 0, 1, 0; timeout = 10)), INVALID_ARGUMENT, "128")
+    end
+
+    if Threads.nthreads() < 2
+        @info "one Julia thread: the two-rank tests need `julia --threads=2`"
+    else
+        @testset "two ranks as threads train in lockstep" begin
+            hub = ThreadHub(2)
+            results = on_two_threads() do r
+                train_rank(Communicator(thread_collectives(hub, r); rank = r, world_size = 2, name = "threads"), r)
+            end
+            @test all(result -> !(result isa Exception), results)
+            if !any(result -> result isa Exception, results)
+                @test [(result.rank, result.world_size) for result in results] == [(0, 2), (1, 2)]
+                # different seeds, then rank 0's weights on both ranks, kept bitwise equal by every step
+                @test results[1].fingerprints == results[2].fingerprints
+                @test allunique(results[1].fingerprints)
+                for (mine, theirs) in zip(results[1].metrics, results[2].metrics)
+                    @test mine.token_mult_prob_error == 1.0
+                    @test mine.sequences == 4  # global: both ranks' sequences
+                    @test mine.loss === theirs.loss && mine.grad_norm === theirs.grad_norm
+                    @test mine.bytes_reduced > 0 && mine.bytes_gathered > 0
+                end
+            end
+        end
+
+        @testset "a failing collective fails the training call naming it" begin
+            hub = ThreadHub(2)
+            results = on_two_threads() do r
+                failing = merge(thread_collectives(hub, r),
+                                (broadcast! = (data, root) -> error("injected broadcast failure"),))
+                train_rank(Communicator(failing; rank = r, world_size = 2, name = "threads"), r)
+            end
+            for (r, err) in zip(0:1, results)
+                @test is_error(err, LibFP8RL.FP8RL_ERROR_DISTRIBUTED, "threads broadcast failed on rank $r of 2")
+                @test is_error(err, LibFP8RL.FP8RL_ERROR_DISTRIBUTED, "injected broadcast failure")
+            end
         end
     end
 end

@@ -15,6 +15,11 @@ pub(crate) fn to_i64(what: &str, value: usize) -> Result<i64> {
     i64::try_from(value).map_err(|_| Error::invalid_argument(format!("{what}: {value} does not fit in int64_t")))
 }
 
+/// A rank or world size as C's int32_t.
+pub(crate) fn to_i32(what: &str, value: usize) -> Result<i32> {
+    i32::try_from(value).map_err(|_| Error::invalid_argument(format!("{what}: {value} does not fit in int32_t")))
+}
+
 /// A count C returned, as a usize (never negative for a successful call).
 pub(crate) fn to_usize(value: i64) -> usize {
     usize::try_from(value).unwrap_or(0)

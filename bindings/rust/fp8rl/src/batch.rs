@@ -212,6 +212,15 @@ c_output! {
         old_policy_kl: f64,
         /// Optimizer steps these metrics cover (1 for one step).
         minibatches: i64,
+        /// Data parallelism (0 with one rank): bytes this rank sent into
+        /// gradient reductions. With a communicator every other field is
+        /// global: counts and means over all ranks' sequences and tokens.
+        bytes_reduced: i64,
+        /// Bytes this rank received in weight gathers (FP8 codes and block
+        /// scales for FP8 linear layers, FP32 for the rest; 0 with one rank).
+        bytes_gathered: i64,
+        /// Time in collectives, included in train_seconds (0 with one rank).
+        communication_seconds: f64,
     }
 }
 

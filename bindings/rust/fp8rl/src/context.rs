@@ -2,12 +2,14 @@
 
 use std::ffi::{c_char, c_void, CStr};
 use std::fmt;
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
 use fp8rl_sys as sys;
 
+use crate::communicator::Communicator;
 use crate::enums::{Backend, LogLevel};
 use crate::error::{check, Result};
 
@@ -38,7 +40,8 @@ unsafe extern "C" fn log_to_closure(level: sys::fp8rl_log_level, message: *const
 ///
 /// Policies borrow their context, so it cannot be dropped while any is alive
 /// (the C library would refuse). Every call on a context and its policies is
-/// serialized by the library, so one context may be shared by threads.
+/// serialized by the library, so one context may be shared by threads. Built
+/// with a [`Communicator`], its trainers are data-parallel over those ranks.
 ///
 /// ```no_run
 /// use fp8rl::{Backend, Context, LogLevel};
@@ -62,14 +65,15 @@ pub struct Context {
 // serialized"); destroy only runs from `Drop`/`close`, which own the context,
 // and policies borrow it, so no other call can be in flight then. The log
 // closure is called on whichever thread made the call, hence it must be
-// `Send + Sync`, which `ContextBuilder::log_callback` requires.
+// `Send + Sync`, which `ContextBuilder::log_callback` requires; so are a
+// communicator's host collectives, which are `Send` and called under a mutex.
 unsafe impl Send for Context {}
 // SAFETY: see `Send`: shared references only reach the thread-safe functions.
 unsafe impl Sync for Context {}
 
 impl Context {
     /// Options for a new context, starting from the library's defaults.
-    pub fn builder() -> ContextBuilder {
+    pub fn builder<'c>() -> ContextBuilder<'c> {
         ContextBuilder::new()
     }
 
@@ -101,6 +105,22 @@ impl Context {
         check(unsafe { sys::fp8rl_context_get_description(self.raw.as_ptr(), &mut description) })?;
         // SAFETY: on success a NUL-terminated string owned by the context.
         Ok(unsafe { CStr::from_ptr(description) }.to_string_lossy().into_owned())
+    }
+
+    /// This process's rank in the context's communicator (0 without one).
+    pub fn rank(&self) -> Result<usize> {
+        let mut rank = 0;
+        // SAFETY: a valid context and out-pointer.
+        check(unsafe { sys::fp8rl_context_get_rank(self.raw.as_ptr(), &mut rank) })?;
+        Ok(usize::try_from(rank).unwrap_or(0))
+    }
+
+    /// The number of ranks in the context's communicator (1 without one).
+    pub fn world_size(&self) -> Result<usize> {
+        let mut world_size = 0;
+        // SAFETY: a valid context and out-pointer.
+        check(unsafe { sys::fp8rl_context_get_world_size(self.raw.as_ptr(), &mut world_size) })?;
+        Ok(usize::try_from(world_size).unwrap_or(0))
     }
 
     /// Destroys the context and reports the library's status (dropping it
@@ -143,18 +163,23 @@ impl fmt::Debug for Context {
 }
 
 /// Options of a new [`Context`] (`fp8rl_context_options`), from [`Context::builder`].
-pub struct ContextBuilder {
+///
+/// `'c` is the borrow of the [`Communicator`] given to
+/// [`communicator`](Self::communicator), which must live until
+/// [`build`](Self::build) (the context then keeps its own reference).
+pub struct ContextBuilder<'c> {
     options: sys::fp8rl_context_options,
     log_sink: Option<Box<LogSink>>,
+    communicator: PhantomData<&'c Communicator>,
 }
 
-impl ContextBuilder {
+impl<'c> ContextBuilder<'c> {
     /// The library's defaults: [`Backend::Auto`], all hardware threads, CUDA
-    /// device 0, [`LogLevel::Warning`], no log callback.
+    /// device 0, [`LogLevel::Warning`], no log callback, no communicator.
     pub fn new() -> Self {
         // SAFETY: plain C data (see c_defaults).
         let options = unsafe { crate::macros::c_defaults(sys::fp8rl_context_options_init) };
-        Self { options, log_sink: None }
+        Self { options, log_sink: None, communicator: PhantomData }
     }
 
     /// Where computations run.
@@ -195,6 +220,26 @@ impl ContextBuilder {
         self
     }
 
+    /// The ranks this process trains with: the context's trainers become
+    /// data-parallel (see [`Communicator`]). The context keeps its own
+    /// reference, so `communicator` may be dropped once the context is built.
+    /// An NCCL communicator needs [`Backend::Cuda`] on its device.
+    ///
+    /// The communicator must outlive the builder:
+    ///
+    /// ```compile_fail
+    /// # fn f(communicator: fp8rl::Communicator) -> fp8rl::Result<()> {
+    /// let builder = fp8rl::Context::builder().communicator(&communicator);
+    /// drop(communicator); // error: `communicator` is borrowed by `builder`
+    /// let context = builder.build()?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn communicator(mut self, communicator: &'c Communicator) -> Self {
+        self.options.communicator = communicator.as_ptr();
+        self
+    }
+
     /// Creates the context.
     ///
     /// Fails with [`Status::BackendUnavailable`](crate::Status::BackendUnavailable)
@@ -208,21 +253,22 @@ impl ContextBuilder {
             options.log_user_data = &**sink as *const LogSink as *mut c_void;
         }
         let mut raw = std::ptr::null_mut();
-        // SAFETY: valid options and out-pointer; the sink (if any) moves into
-        // the context below without moving its heap allocation.
+        // SAFETY: valid options and out-pointer (the communicator, if any, is
+        // borrowed for 'c); the sink (if any) moves into the context below
+        // without moving its heap allocation.
         check(unsafe { sys::fp8rl_context_create(&options, &mut raw) })?;
         let raw = NonNull::new(raw).expect("fp8rl_context_create succeeded without a context");
         Ok(Context { raw, log_sink: self.log_sink })
     }
 }
 
-impl Default for ContextBuilder {
+impl Default for ContextBuilder<'_> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl fmt::Debug for ContextBuilder {
+impl fmt::Debug for ContextBuilder<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ContextBuilder")
             .field("backend", &Backend::from_raw(self.options.backend))
@@ -230,6 +276,7 @@ impl fmt::Debug for ContextBuilder {
             .field("cuda_device", &self.options.cuda_device)
             .field("log_level", &LogLevel::from_raw(self.options.log_level))
             .field("log_callback", &self.log_sink.is_some())
+            .field("communicator", &!self.options.communicator.is_null())
             .finish()
     }
 }

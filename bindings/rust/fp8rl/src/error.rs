@@ -30,6 +30,8 @@ c_enum! {
         Cuda = sys::FP8RL_ERROR_CUDA,
         /// A bug in fp8rl: please report it.
         Internal = sys::FP8RL_ERROR_INTERNAL,
+        /// A collective failed: a peer died, timed out or called out of order.
+        Distributed = sys::FP8RL_ERROR_DISTRIBUTED,
     }
 }
 
@@ -69,7 +71,12 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// An error the binding reports itself, before any C call.
     pub(crate) fn invalid_argument(message: impl Into<String>) -> Self {
-        Self { status: Status::InvalidArgument, message: message.into() }
+        Self::new(Status::InvalidArgument, message)
+    }
+
+    /// An error the binding reports itself with another status.
+    pub(crate) fn new(status: Status, message: impl Into<String>) -> Self {
+        Self { status, message: message.into() }
     }
 
     /// The error of a failed C call: its status and the calling thread's last message.

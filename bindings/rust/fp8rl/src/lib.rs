@@ -9,7 +9,9 @@
 //! - a [`Trainer`] borrows its policy (`Trainer<'p>`), so the policy outlives
 //!   it, while the policy keeps generating between training steps;
 //! - a [`Rollout`] (the completions of one generation) owns copies and
-//!   depends on nothing; its [`Completion`]s borrow it, zero-copy.
+//!   depends on nothing; its [`Completion`]s borrow it, zero-copy;
+//! - a [`Communicator`] (the ranks of data-parallel training) is shared by
+//!   the contexts built with it, each of which keeps its own reference.
 //!
 //! Every failure is an [`Error`] carrying the library's [`Status`] and its
 //! message. Options structs are Rust structs with public fields and builder
@@ -72,6 +74,7 @@ mod macros;
 mod args;
 mod attention;
 mod batch;
+mod communicator;
 mod config;
 mod context;
 mod enums;
@@ -95,6 +98,7 @@ pub use fp8rl_sys as sys;
 
 pub use attention::{AttentionScales, CalibrationOptions};
 pub use batch::{IterationMetrics, TrainBatch, TrainMetrics};
+pub use communicator::{nccl_unique_id, CollectiveResult, Communicator, HostCollectives, NcclUniqueId, SumBuffer};
 pub use config::{ModelConfig, MAX_EOS_TOKEN_IDS};
 pub use context::{Context, ContextBuilder};
 pub use enums::{

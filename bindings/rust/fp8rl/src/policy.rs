@@ -142,6 +142,18 @@ impl<'ctx> Policy<'ctx> {
         Ok(MemoryReport::from_c(&report))
     }
 
+    /// A 64-bit fingerprint of what the policy computes with: every compute
+    /// copy of its weights (BF16 values, E4M3 codes and block scales), its
+    /// attention scales and its recipe (FNV-1a over the bytes in a fixed
+    /// order). Equal fingerprints on all ranks after a data-parallel step say
+    /// the ranks generate alike. As slow as copying the weights.
+    pub fn fingerprint(&self) -> Result<u64> {
+        let mut fingerprint = 0u64;
+        // SAFETY: a valid policy and out-pointer.
+        check(unsafe { sys::fp8rl_policy_fingerprint(self.raw.as_ptr(), &mut fingerprint) })?;
+        Ok(fingerprint)
+    }
+
     /// Copies the master weights and attention scales of `source` into this
     /// policy and requantizes its compute copies in its own recipe (e.g. from
     /// a BF16-trained policy into an FP8 generator). Both policies must have

@@ -162,6 +162,20 @@ impl<'p> Trainer<'p> {
         Ok(seconds)
     }
 
+    /// Data parallelism: all-gathers the FP32 master weights, so that this
+    /// rank's policy holds all of them again (each rank updates only its
+    /// optimizer slice's). Collective: every rank calls it. Call it before
+    /// reading the policy's master weights after a data-parallel step
+    /// (saving or exporting it, changing its recipe, copying its weights, or
+    /// dropping the trainer when the policy is used afterwards); until then
+    /// those fail with [`Status::Distributed`](crate::Status::Distributed).
+    /// [`save_state`](Self::save_state) gathers them itself. Returns at once
+    /// with one rank or when the masters are whole.
+    pub fn gather_weights(&mut self) -> Result<()> {
+        // SAFETY: a valid trainer.
+        check(unsafe { sys::fp8rl_trainer_gather_weights(self.raw.as_ptr()) })
+    }
+
     /// Seeds for the next `count` rollouts, from the trainer's seed stream
     /// (part of the saved state, so a resumed run draws the same seeds).
     pub fn next_seeds(&mut self, count: usize) -> Result<Vec<u64>> {

@@ -34,6 +34,7 @@ fn statuses_have_their_c_names_and_errors_display_both() {
         (Status::Unsupported, 8, "FP8RL_ERROR_UNSUPPORTED"),
         (Status::Cuda, 9, "FP8RL_ERROR_CUDA"),
         (Status::Internal, 10, "FP8RL_ERROR_INTERNAL"),
+        (Status::Distributed, 11, "FP8RL_ERROR_DISTRIBUTED"),
     ];
     for (status, raw, name) in statuses {
         assert_eq!(status.as_raw(), raw);
