@@ -147,6 +147,12 @@ void commit_manifest(const std::string& path, const CheckpointManifest& manifest
                           {"shards", io::write_json(io::Json::array(std::move(shards)))}};
   io::write_safetensors(path, {}, metadata);
   remove_other_sets(path, manifest.set);
+  // Temporaries of writes a killed save abandoned: of the manifest and of any
+  // set's files (every rank's writes of this set are complete by now).
+  const std::string manifest_name = std::filesystem::path(path).filename().string();
+  io::remove_abandoned_temporaries(set_folder(path), [&](const std::string& target) {
+    return target == manifest_name || target.rfind(manifest_name + ".", 0) == 0;
+  });
 }
 
 CheckpointManifest read_manifest(const std::string& path) {

@@ -56,7 +56,8 @@ std::string set_folder(const std::string& path);
 // Writes a rank's optimizer shard, [end - begin] values each (atomically).
 void write_moment_shard(const std::string& file, const std::string& set, int64_t begin,
                         const std::vector<float>& exp_avg, const std::vector<float>& exp_avg_sq);
-// Writes the manifest (atomically), then removes the files of every other set at path.
+// Writes the manifest (atomically), then removes the files of every other set
+// at path and the temporaries that killed writes of any set left behind.
 void commit_manifest(const std::string& path, const CheckpointManifest& manifest);
 // Reads and checks a manifest: corrupt_data naming the key for anything
 // malformed, ranges that do not tile [0, arena_elements) included.

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """The fp8rl command-line program as an MPI job: `mpirun -np 2 fp8rl train`.
 
-usage: cli_mpi_test.py PATH/TO/fp8rl CASE LAUNCHER...   (CASE: train | resume | info)
+usage: cli_mpi_test.py PATH/TO/fp8rl CASE LAUNCHER...   (CASE: train | resume | kill | info)
 LAUNCHER is the command that starts a 2-rank job (e.g. mpiexec -n 2 --oversubscribe).
 """
 import os
+import random
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cli_test  # noqa: E402  (its TINY configuration, metrics reader and checks)
@@ -76,6 +79,49 @@ def case_resume(tmp):
     check(model(whole) == model(split), "the final policies are byte for byte equal")
 
 
+def kill_processes_naming(text):
+    """SIGKILLs every process whose command line contains text, until none has
+    been seen for a while (a launcher's daemon may still be starting ranks)."""
+    quiet_scans = 0
+    while quiet_scans < 5:
+        found = False
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if text.encode() in f.read():
+                        os.kill(int(pid), signal.SIGKILL)
+                        found = True
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                pass  # gone meanwhile
+        quiet_scans = 0 if found else quiet_scans + 1
+        time.sleep(0.1)
+
+
+def case_kill(tmp):
+    """A 2-rank run saving every step, SIGKILLed at random moments (mid-save
+    often: a save is a good part of each tiny step), always resumes."""
+    out = os.path.join(tmp, "run")
+    common = ["train"] + TINY + ["--sft-steps", "4", "--steps", "40", "--save-every", "1", "--eval-every", "1000",
+                                 "--out", out]
+    rng = random.Random(17)
+    for attempt in range(5):
+        proc = subprocess.Popen(LAUNCHER + [FP8RL] + common + (["--resume"] if attempt else []),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        time.sleep(rng.uniform(0.3, 1.0))
+        # The whole job at once, as when its machine goes down: the launcher's
+        # process group, and the ranks (Open MPI starts them in their own).
+        os.killpg(proc.pid, signal.SIGKILL)
+        kill_processes_naming(out)
+        _, stderr = proc.communicate()
+        check(b"error" not in stderr, f"attempt {attempt} failed before it was killed: {stderr.decode()}")
+    proc = run(common + ["--resume"])
+    records = read_metrics(os.path.join(out, "metrics.jsonl"))
+    check(len(records) == 44, f"the resumed run completes all 4 + 40 steps: {len(records)} lines")
+    names = os.listdir(os.path.join(out, "checkpoints"))
+    check(len([n for n in names if ".rank" in n]) == 2, f"one complete set remains: {names}")
+    check(not any(".tmp." in n for n in names), f"no temporary is left behind: {names}")
+
+
 def case_info(tmp):
     proc = run(["info"])
     for rank in (0, 1):
@@ -89,7 +135,7 @@ def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     FP8RL, LAUNCHER = os.path.abspath(sys.argv[1]), sys.argv[3:]
-    cases = {"train": case_train, "resume": case_resume, "info": case_info}
+    cases = {"train": case_train, "resume": case_resume, "kill": case_kill, "info": case_info}
     with tempfile.TemporaryDirectory(prefix="fp8rl_cli_mpi_") as tmp:
         cases[sys.argv[2]](tmp)
     print(f"ok: {sys.argv[2]}")

@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
       const World world;  // outlives every context the command creates
       set_world(&world);
       const int status = run_command(c, std::vector<std::string>(argv + 2, argv + argc));
+      if (status != 0) world.end_job_after_failure(status);
       set_world(nullptr);
       return status;
     } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "checkpoint.h"
 #include "cli_error.h"
 #include "json.h"
 
@@ -77,11 +78,14 @@ std::vector<StepRecord> read_metrics(const std::string& path, long long count) {
   return records;
 }
 
+// The kept lines replace the file atomically: a run killed during the
+// rewrite leaves the old lines, which the next resume reads again.
 void MetricsLog::open(const std::string& path, const std::vector<StepRecord>& keep) {
-  file_ = std::fopen(path.c_str(), "w");
+  std::string kept;
+  for (const StepRecord& r : keep) kept += step_record_json(r) + "\n";
+  write_text_file(path, kept);
+  file_ = std::fopen(path.c_str(), "a");
   if (file_ == nullptr) throw LibraryError("cannot write " + path);
-  for (const StepRecord& r : keep) std::fprintf(file_, "%s\n", step_record_json(r).c_str());
-  std::fflush(file_);
 }
 
 MetricsLog::~MetricsLog() {

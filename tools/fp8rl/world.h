@@ -28,6 +28,10 @@ class World {
   fp8rl_communicator* communicator() const { return communicator_; }
   // "MPI, rank 1 of 2" or "single process".
   std::string description() const;
+  // A command that failed on this rank ends the whole MPI job (MPI_Abort):
+  // the other ranks may be waiting for it in a collective, and a rank that
+  // finalized normally would leave them waiting. Nothing in one process.
+  void end_job_after_failure(int status) const;
 
  private:
   int rank_ = 0, size_ = 1;

@@ -16,6 +16,10 @@ World::World() {
   check(fp8rl_communicator_get_rank(communicator_, &rank_, &size_), "fp8rl_communicator_get_rank");
 }
 
+void World::end_job_after_failure(int status) const {
+  if (communicator_ != nullptr && size_ > 1) MPI_Abort(MPI_COMM_WORLD, status);
+}
+
 World::~World() {
   if (communicator_ == nullptr) return;
   fp8rl_communicator_destroy(communicator_);  // contexts are gone: the last reference frees the MPI duplicate

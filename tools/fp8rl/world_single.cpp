@@ -12,4 +12,6 @@ World::World() {
 
 World::~World() = default;
 
+void World::end_job_after_failure(int /*status*/) const {}
+
 }  // namespace fp8rl_cli
