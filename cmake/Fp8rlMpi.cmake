@@ -32,6 +32,15 @@ if(_fp8rl_mpiexec_version MATCHES "Open MPI|OpenRTE")
   endif()
 endif()
 
+# What every MPI test runs with: under the sanitizers, Open MPI's own leaks
+# are suppressed (tests/mpi/lsan_openmpi.supp says how).
+set(FP8RL_MPI_TEST_ENVIRONMENT "")
+if(FP8RL_SANITIZE)
+  set(FP8RL_MPI_TEST_ENVIRONMENT
+      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/mpi/lsan_openmpi.supp:fast_unwind_on_malloc=0"
+      "OMPI_MCA_mca_base_component_disable_dlclose=1")
+endif()
+
 # fp8rl_mpi_command(<out-var> RANKS n COMMAND ...): the command line that runs
 # COMMAND as an MPI job of n ranks on this machine.
 function(fp8rl_mpi_command out)

@@ -44,6 +44,11 @@ class ThreadHub {
   long generation_ = 0;
 };
 
+// memcpy, except that an empty part may have a null buffer (which memcpy may not be given).
+inline void copy_bytes(void* to, const void* from, size_t bytes) {
+  if (bytes > 0) std::memcpy(to, from, bytes);
+}
+
 class ThreadCommunicator final : public dist::Communicator {
  public:
   ThreadCommunicator(std::shared_ptr<ThreadHub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
@@ -55,14 +60,14 @@ class ThreadCommunicator final : public dist::Communicator {
   void all_reduce_sum(void* data, int64_t count, dist::ElementType type) override {
     std::vector<uint8_t> result(static_cast<size_t>(count) * dist::element_size(type));
     exchange(data, [&] { sum_part(result.data(), 0, count, type); });
-    std::memcpy(data, result.data(), result.size());  // every rank has read every buffer
+    copy_bytes(data, result.data(), result.size());  // every rank has read every buffer
   }
   void reduce_scatter_sum(void* data, const std::vector<int64_t>& counts, dist::ElementType type) override {
     const std::vector<int64_t> offsets = dist::part_offsets(counts);
     const int64_t mine = counts[static_cast<size_t>(rank_)];
     std::vector<uint8_t> result(static_cast<size_t>(mine) * dist::element_size(type));
     exchange(data, [&] { sum_part(result.data(), offsets[static_cast<size_t>(rank_)], mine, type); });
-    std::memcpy(static_cast<uint8_t*>(data) + offsets[static_cast<size_t>(rank_)] * dist::element_size(type),
+    copy_bytes(static_cast<uint8_t*>(data) + offsets[static_cast<size_t>(rank_)] * dist::element_size(type),
                 result.data(), result.size());
   }
   void all_gather(void* data, const std::vector<int64_t>& counts, dist::ElementType type) override {
@@ -72,7 +77,7 @@ class ThreadCommunicator final : public dist::Communicator {
       for (int r = 0; r < size(); ++r) {
         if (r == rank_) continue;
         const size_t at = static_cast<size_t>(offsets[static_cast<size_t>(r)]) * element;
-        std::memcpy(static_cast<uint8_t*>(data) + at, static_cast<const uint8_t*>(hub_->posted(r)) + at,
+        copy_bytes(static_cast<uint8_t*>(data) + at, static_cast<const uint8_t*>(hub_->posted(r)) + at,
                     static_cast<size_t>(counts[static_cast<size_t>(r)]) * element);
       }
     });
@@ -80,7 +85,7 @@ class ThreadCommunicator final : public dist::Communicator {
   void broadcast(void* data, int64_t count, dist::ElementType type, int root) override {
     exchange(data, [&] {
       if (rank_ != root)
-        std::memcpy(data, hub_->posted(root), static_cast<size_t>(count) * dist::element_size(type));
+        copy_bytes(data, hub_->posted(root), static_cast<size_t>(count) * dist::element_size(type));
     });
   }
   void barrier() override { hub_->wait(); }
