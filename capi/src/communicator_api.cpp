@@ -1,5 +1,7 @@
 // Communicators: the host-callback kind and the handle's lifetime. The NCCL
 // kind is in nccl_api.cpp, the MPI kind in the companion libfp8rl_mpi.
+#include <memory>
+
 #include "api_guard.h"
 #include "callback_communicator.h"
 #include "handles.h"
@@ -24,7 +26,11 @@ FP8RL_API fp8rl_status fp8rl_communicator_create_from_callbacks(const fp8rl_coll
   return guarded(__func__, [&] {
     fp8rl::require(out_communicator != nullptr, "out_communicator is NULL");
     const auto resolved = fp8rl::capi::read_options(callbacks, no_callbacks(), "callbacks");
-    *out_communicator = new fp8rl_communicator{fp8rl::capi::make_callback_communicator(resolved)};
+    // The handle first: once the communicator exists, its destroy callback
+    // runs when it goes, and a failure must leave user_data to the caller.
+    auto handle = std::make_unique<fp8rl_communicator>();
+    handle->impl = fp8rl::capi::make_callback_communicator(resolved);
+    *out_communicator = handle.release();
   });
 }
 

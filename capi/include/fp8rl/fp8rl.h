@@ -424,6 +424,7 @@ typedef struct fp8rl_collective_callbacks {
 /**
  * @brief Creates a communicator over the host's own collectives.
  * @param callbacks Read during the call (the pointers and user_data are kept).
+ *        On failure nothing is kept and destroy() is not called: user_data stays the caller's.
  * @param[out] out_communicator Receives the new communicator; the caller
  *             releases it with fp8rl_communicator_destroy().
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for a NULL required callback, a rank
