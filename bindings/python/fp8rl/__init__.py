@@ -26,8 +26,9 @@ from .communicator import Communicator
 from .context import Context
 from .enums import (Aggregation, Backend, Baseline, FinishReason, ImportanceMode, KlEstimator, LogLevel, LossKind,
                     LrSchedule, ModelFamily, Precision, RopeScaling, SaveDtype, ScaleFormat)
-from .errors import (BackendUnavailableError, CorruptDataError, CudaError, Fp8rlError, Fp8rlIOError, InternalError,
-                     InvalidArgumentError, NonFiniteError, OutOfMemoryError, UnsupportedError, VersionMismatchError)
+from .errors import (BackendUnavailableError, CorruptDataError, CudaError, DistributedError, Fp8rlError, Fp8rlIOError,
+                     InternalError, InvalidArgumentError, NonFiniteError, OutOfMemoryError, UnsupportedError,
+                     VersionMismatchError)
 from .policy import Policy
 from .rollouts import Completion, Rollouts
 
@@ -37,7 +38,7 @@ __version__ = _load().fp8rl_version_string().decode()
 
 __all__ = [
     "Aggregation", "Backend", "BackendUnavailableError", "Baseline", "CalibrationConfig", "Communicator", "Completion",
-    "Context", "CorruptDataError", "CudaError", "FinishReason", "Fp8rlError", "Fp8rlIOError", "ImportanceConfig",
+    "Context", "CorruptDataError", "CudaError", "DistributedError", "FinishReason", "Fp8rlError", "Fp8rlIOError", "ImportanceConfig",
     "ImportanceMode", "InternalError", "InvalidArgumentError", "KlEstimator", "LogLevel", "LossConfig", "LossKind",
     "LrSchedule", "ModelConfig", "ModelFamily", "NonFiniteError", "OptimizerConfig", "OutOfMemoryError", "Policy",
     "Precision", "Recipe", "RopeScaling", "Rollouts", "SamplingParams", "SaveDtype", "ScaleFormat", "TrainerConfig",

@@ -32,6 +32,7 @@ from typing import Any
 from ._handle import Handle
 from ._library import library, library_path
 from .errors import check, invalid
+from .host_collectives import create_from_collectives
 
 MPI_LIBRARY_ENV = "FP8RL_MPI_LIBRARY"
 MPI_LIBRARY_NAME = "libfp8rl_mpi.so"
@@ -97,6 +98,17 @@ class Communicator:
         out = ctypes.c_void_p()
         check(mpi_library().fp8rl_mpi_communicator_create(py2f(), ctypes.byref(out)))
         return cls(out)
+
+    @classmethod
+    def from_collectives(cls, collectives: Any, rank: int, world_size: int,
+                         name: str = "host collectives") -> "Communicator":
+        """A communicator over the host's own collectives (torch.distributed, Ray, ...).
+
+        `collectives` has ``all_reduce_sum(array)``, ``all_gather(array, counts)``,
+        ``broadcast(array, root)`` and optionally ``reduce_scatter_sum(array, counts)``
+        and ``barrier()``, in place on NumPy arrays (fp8rl.host_collectives says more).
+        """
+        return cls(create_from_collectives(collectives, rank, world_size, name))
 
     def close(self) -> None:
         """Releases this reference; contexts created with the communicator keep theirs. Idempotent."""

@@ -65,6 +65,12 @@ class CudaError(Fp8rlError, RuntimeError):
     status = _raw.FP8RL_ERROR_CUDA
 
 
+class DistributedError(Fp8rlError, RuntimeError):
+    """A collective of a data-parallel run failed (a peer gone, a transport error), or masters are partial."""
+
+    status = _raw.FP8RL_ERROR_DISTRIBUTED
+
+
 class InternalError(Fp8rlError, RuntimeError):
     status = _raw.FP8RL_ERROR_INTERNAL
 
