@@ -16,6 +16,7 @@
 #include "common/block_scale.h"
 #include "common/quant_layout.h"
 #include "error.h"
+#include "moe_ops.h"
 #include "transformer_backward_ops.h"
 #include "transformer_ops.h"
 
@@ -107,6 +108,9 @@ class Backend {
   virtual void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) = 0;
   virtual void kv_store(const KvStoreArgs& args) = 0;
   virtual void attention(const AttentionArgs& args) = 0;
+  // Mixture-of-Experts routing and combine (kernels/moe_ops.h).
+  virtual void moe_route(const MoeRouteArgs& args) = 0;
+  virtual void moe_combine(const MoeCombineArgs& args) = 0;
   // Draws one token per row of logits [rows, vocab] from the distribution
   // params[r] defines, by inverting its CDF at params[r].uniform; writes the
   // token and its log-probability under that distribution.

@@ -5,21 +5,18 @@
 // Its parameters are the layer table's gate, up and down projections
 // (core/model/layer_parts.h). The layer forward (ModelRunner) and
 // layer_backward call it around the post-attention norm and the residual
-// add; another MLP (Mixture-of-Experts) is another block file beside this.
+// add; the Mixture-of-Experts MLP of a sparse layer is moe_mlp.h beside this.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
+#include "core/blocks/linear_forward.h"
 #include "core/model/model_config.h"
 #include "core/policy/compiled_model.h"
 #include "core/policy/pass_recorder.h"
 #include "core/train/layer_pass.h"
 
 namespace fp8rl::blocks {
-
-// y [rows, out] = x [rows, in] . W^T (+ bias) in the layer's precision: the runner's linear layer.
-using LinearForward = std::function<void(const policy::LinearWeights& weights, const float* x, int64_t rows, float* y)>;
 
 // out [tokens, hidden] = the MLP of a.mlp_normed; a.gate, a.up, a.act receive
 // the intermediates [tokens, intermediate] (a.act may be a.gate).

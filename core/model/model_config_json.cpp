@@ -74,11 +74,12 @@ class Fields {
 
 ModelFamily parse_family(const Fields& fields) {
   const std::string& name = fields.string("model_type", fields.required("model_type"));
-  for (const ModelFamily family : {ModelFamily::llama, ModelFamily::qwen2, ModelFamily::qwen3}) {
+  for (const ModelFamily family :
+       {ModelFamily::llama, ModelFamily::qwen2, ModelFamily::qwen3, ModelFamily::qwen3_moe}) {
     if (name == model_type_name(family)) return family;
   }
-  fail(Status::unsupported,
-       fields.where() + ": model_type \"" + name + "\" is not supported; supported: llama, qwen2, qwen3");
+  fail(Status::unsupported, fields.where() + ": model_type \"" + name +
+                                "\" is not supported; supported: llama, qwen2, qwen3, qwen3_moe");
 }
 
 // Rejects options that change the computation in ways not implemented here.
@@ -128,7 +129,7 @@ std::vector<int64_t> parse_eos(const Fields& fields) {
 
 // The attention extras each family implies or reads.
 void parse_attention_extras(const Fields& fields, ModelConfig& config) {
-  config.qk_norm = config.family == ModelFamily::qwen3;
+  config.qk_norm = config.family == ModelFamily::qwen3 || config.family == ModelFamily::qwen3_moe;
   const Json* bias = fields.optional("attention_bias");
   if (config.family == ModelFamily::qwen2) {
     // Qwen2 has q/k/v biases whatever the key says; a false would describe
@@ -174,6 +175,48 @@ void parse_info(const Fields& fields, ModelConfig& config) {
   }
 }
 
+// Hugging Face's Qwen3MoeConfig defaults for the keys a file leaves out.
+MoeConfig parse_moe(const Fields& fields) {
+  MoeConfig moe;
+  const auto integer = [&](const char* key, int64_t fallback) {
+    const Json* value = fields.optional(key);
+    return value != nullptr ? fields.integer(key, *value) : fallback;
+  };
+  moe.num_experts = integer("num_experts", 128);
+  moe.num_experts_per_tok = integer("num_experts_per_tok", 8);
+  moe.moe_intermediate_size = integer("moe_intermediate_size", 768);
+  moe.decoder_sparse_step = integer("decoder_sparse_step", 1);
+  const Json* norm = fields.optional("norm_topk_prob");
+  moe.norm_topk_prob = norm != nullptr && fields.boolean("norm_topk_prob", *norm);
+  const Json* dense = fields.optional("mlp_only_layers");
+  if (dense != nullptr && !dense->is_array()) {
+    fail(Status::corrupt_data, fields.where() + ": key \"mlp_only_layers\": expected an array of layer indices");
+  }
+  if (dense != nullptr) {
+    // Bounded before the list is read: validation compares entries pairwise.
+    if (dense->elements().size() > static_cast<size_t>(ModelConfigLimits::max_layers)) {
+      fail(Status::corrupt_data, fields.where() + ": mlp_only_layers lists " +
+                                     std::to_string(dense->elements().size()) + " layers, above the layer limit");
+    }
+    for (const Json& layer : dense->elements()) moe.mlp_only_layers.push_back(fields.integer("mlp_only_layers", layer));
+  }
+  const Json* coef = fields.optional("router_aux_loss_coef");
+  if (coef != nullptr) moe.router_aux_loss_coef = fields.number("router_aux_loss_coef", *coef);
+  return moe;
+}
+
+void append_moe_members(const MoeConfig& moe, std::vector<Json::Member>& members) {
+  std::vector<Json> dense;
+  for (const int64_t layer : moe.mlp_only_layers) dense.push_back(Json::integer(layer));
+  members.emplace_back("num_experts", Json::integer(moe.num_experts));
+  members.emplace_back("num_experts_per_tok", Json::integer(moe.num_experts_per_tok));
+  members.emplace_back("moe_intermediate_size", Json::integer(moe.moe_intermediate_size));
+  members.emplace_back("norm_topk_prob", Json::boolean(moe.norm_topk_prob));
+  members.emplace_back("decoder_sparse_step", Json::integer(moe.decoder_sparse_step));
+  members.emplace_back("mlp_only_layers", Json::array(std::move(dense)));
+  members.emplace_back("router_aux_loss_coef", Json::number(moe.router_aux_loss_coef));
+}
+
 Json eos_to_json(const std::vector<int64_t>& ids) {
   if (ids.size() == 1) return Json::integer(ids[0]);
   std::vector<Json> elements;
@@ -205,6 +248,7 @@ ModelConfig parse_model_config(const Json& json, const std::string& source) {
   if (theta != nullptr) config.rope_theta = fields.number("rope_theta", *theta);
   config.rope_scaling = parse_rope_scaling(fields);
   parse_attention_extras(fields, config);
+  if (config.family == ModelFamily::qwen3_moe) config.moe = parse_moe(fields);
   parse_info(fields, config);
   detail::check_model_config(config, Status::corrupt_data, source);
   return config;
@@ -240,6 +284,7 @@ Json model_config_to_json(const ModelConfig& config) {
   if (config.bos_token_id) members.emplace_back("bos_token_id", Json::integer(*config.bos_token_id));
   if (!config.eos_token_ids.empty()) members.emplace_back("eos_token_id", eos_to_json(config.eos_token_ids));
   if (!config.torch_dtype.empty()) members.emplace_back("torch_dtype", Json::string(config.torch_dtype));
+  if (config.family == ModelFamily::qwen3_moe) append_moe_members(config.moe, members);
   return Json::object(std::move(members));
 }
 

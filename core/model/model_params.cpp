@@ -59,9 +59,21 @@ void for_each_tensor(ModelParams& params, const TensorVisitor& visit) {
         continue;
       }
       const LinearPart& linear = part.linear;
+      if (!present(linear, c, static_cast<int64_t>(i))) continue;
       const int64_t out = linear.out_features(c);
       visit(prefix + linear.name + ".weight", {out, linear.in_features(c)}, layer.*linear.weight);
       if (has_bias(linear, c)) visit(prefix + linear.name + ".bias", {out}, layer.*linear.bias);
+    }
+    const size_t experts = is_sparse_layer(c, static_cast<int64_t>(i)) ? static_cast<size_t>(c.moe.num_experts) : 0;
+    if (layer.experts.empty()) layer.experts.resize(experts);  // a loader's fresh params
+    require(layer.experts.size() == experts, "model params: " + prefix + "mlp.experts holds " +
+                                                 std::to_string(layer.experts.size()) + " experts, the config calls for " +
+                                                 std::to_string(experts));
+    for (size_t e = 0; e < layer.experts.size(); ++e) {
+      for (const ExpertPart& part : kExpertParts) {
+        visit(prefix + expert_part_name(static_cast<int64_t>(e), part) + ".weight",
+              {part.out_features(c), part.in_features(c)}, layer.experts[e].*part.weight);
+      }
     }
   }
   visit("model.norm.weight", {hidden}, params.final_norm);
@@ -69,15 +81,18 @@ void for_each_tensor(ModelParams& params, const TensorVisitor& visit) {
 }
 
 int64_t tensor_count(const ModelConfig& c) {
-  int64_t per_layer = 0;
-  for (const LayerPart& part : kLayerParts) {
-    if (!part.is_linear) {
-      per_layer += part.norm.present(c) ? 1 : 0;
-    } else {
-      per_layer += has_bias(part.linear, c) ? 2 : 1;
+  int64_t count = 1;  // embeddings
+  for (int64_t layer = 0; layer < c.num_layers; ++layer) {
+    for (const LayerPart& part : kLayerParts) {
+      if (!part.is_linear) {
+        count += part.norm.present(c) ? 1 : 0;
+      } else if (present(part.linear, c, layer)) {
+        count += has_bias(part.linear, c) ? 2 : 1;
+      }
     }
+    if (is_sparse_layer(c, layer)) count += c.moe.num_experts * static_cast<int64_t>(kExpertLinearCount);
   }
-  return 1 + c.num_layers * per_layer + 1 + (c.tie_word_embeddings ? 0 : 1);  // embeddings, layers, norm, head
+  return count + 1 + (c.tie_word_embeddings ? 0 : 1);  // final norm, head
 }
 
 void check_files_can_hold(const ModelConfig& config, uint64_t tensors, uint64_t bytes, uint64_t min_bytes_per_value,
@@ -88,7 +103,7 @@ void check_files_can_hold(const ModelConfig& config, uint64_t tensors, uint64_t 
                                    " tensors (num_hidden_layers " + std::to_string(config.num_layers) +
                                    "), the files hold " + std::to_string(tensors));
   }
-  // parameter_count < 2^51 (ModelConfigLimits), so the product fits.
+  // parameter_count < 2^58 (ModelConfigLimits), so the product fits.
   const uint64_t needed_bytes = static_cast<uint64_t>(parameter_count(config)) * min_bytes_per_value;
   if (bytes < needed_bytes) {
     fail(Status::corrupt_data, where + ": the config calls for " + std::to_string(parameter_count(config)) +
@@ -114,6 +129,10 @@ void check_unused_empty(const ModelParams& params) {
     for (const LayerPart& part : kLayerParts) {
       if (!part.is_linear && !part.norm.present(c)) {
         require_empty(layer.*part.norm.weight, prefix + part.norm.name + ".weight", "the config has none");
+      }
+      if (part.is_linear && !present(part.linear, c, static_cast<int64_t>(i))) {
+        require_empty(layer.*part.linear.weight, prefix + part.linear.name + ".weight",
+                      is_sparse_layer(c, static_cast<int64_t>(i)) ? "the layer is sparse" : "the layer is dense");
       }
       if (part.is_linear && part.linear.bias != nullptr && !has_bias(part.linear, c)) {
         require_empty(layer.*part.linear.bias, prefix + part.linear.name + ".bias", "the config has none");

@@ -29,6 +29,17 @@ struct HostTensor {
   int64_t cols() const { return shape.size() < 2 ? 1 : shape[1]; }
 };
 
+// One expert of a sparse (Mixture-of-Experts) layer: a SwiGLU MLP of width
+// moe_intermediate_size, model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight.
+struct ExpertParams {
+  HostTensor gate_proj;  // [moe_intermediate, hidden]
+  HostTensor up_proj;    // [moe_intermediate, hidden]
+  HostTensor down_proj;  // [hidden, moe_intermediate]
+};
+
+// The parts of one layer; the layer table (core/model/layer_parts.h) says
+// which a layer of a config has (a sparse layer has the router and the
+// experts instead of the dense MLP).
 struct LayerParams {
   HostTensor input_norm;           // [hidden]        model.layers.N.input_layernorm.weight
   HostTensor q_proj;               // [q_dim, hidden] model.layers.N.self_attn.q_proj.weight
@@ -45,6 +56,8 @@ struct LayerParams {
   HostTensor gate_proj;            // [intermediate, hidden] mlp.gate_proj.weight
   HostTensor up_proj;              // [intermediate, hidden] mlp.up_proj.weight
   HostTensor down_proj;            // [hidden, intermediate] mlp.down_proj.weight
+  HostTensor router;               // [num_experts, hidden] mlp.gate.weight (sparse layers)
+  std::vector<ExpertParams> experts;  // [num_experts] (sparse layers)
 };
 
 struct ModelParams {
@@ -56,8 +69,10 @@ struct ModelParams {
 };
 
 // Every tensor the config calls for, in a fixed order (embeddings, layers in
-// order, final norm, head), with its Hugging Face name and expected shape.
-// The tensor is passed mutable so that loaders can fill it.
+// order, final norm, head; in a sparse layer the router, then expert by
+// expert), with its Hugging Face name and expected shape. The tensor is
+// passed mutable so that loaders can fill it; a sparse layer's experts are
+// sized to num_experts first.
 using TensorVisitor =
     std::function<void(const std::string& name, const std::vector<int64_t>& shape, HostTensor& tensor)>;
 void for_each_tensor(ModelParams& params, const TensorVisitor& visit);

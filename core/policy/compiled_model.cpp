@@ -33,13 +33,14 @@ DeviceArray<float> allocate_like(Backend& backend, const model::HostTensor& tens
 }
 
 // The arrays of a linear layer's compute copy, contents undefined.
-LinearWeights allocate_linear(Backend& backend, int64_t out, int64_t in, bool has_bias, bool fp8) {
+LinearWeights allocate_linear(Backend& backend, int64_t out, int64_t in, bool has_bias, LinearMath math) {
   LinearWeights linear;
   linear.out_features = out;
   linear.in_features = in;
-  linear.fp8 = fp8;
-  const LinearSizes sizes = linear_sizes(out, in, has_bias, fp8);
+  linear.fp8 = math == LinearMath::fp8;
+  const LinearSizes sizes = linear_sizes(out, in, has_bias, math);
   linear.bf16 = DeviceArray<uint16_t>(backend, static_cast<size_t>(sizes.bf16));
+  linear.f32 = DeviceArray<float>(backend, static_cast<size_t>(sizes.f32));
   linear.codes = DeviceArray<uint8_t>(backend, static_cast<size_t>(sizes.codes));
   linear.scales = DeviceArray<float>(backend, static_cast<size_t>(sizes.scales));
   linear.bias = DeviceArray<float>(backend, static_cast<size_t>(sizes.bias));
@@ -82,8 +83,38 @@ ComputeCopy copy_of(const model::HostTensor& master, ComputeCopy::Kind kind, voi
 }
 
 ComputeCopy linear_copy(const model::HostTensor& weight, LinearWeights& linear) {
-  if (!linear.fp8) return copy_of(weight, ComputeCopy::Kind::bf16, linear.bf16.data());
+  switch (linear.math()) {
+    case LinearMath::bf16: return copy_of(weight, ComputeCopy::Kind::bf16, linear.bf16.data());
+    case LinearMath::f32: return copy_of(weight, ComputeCopy::Kind::f32, linear.f32.data());
+    case LinearMath::fp8: break;
+  }
   return copy_of(weight, ComputeCopy::Kind::fp8, linear.codes.data(), linear.scales.data());
+}
+
+// A linear's compute copy, allocated for its master (absent: empty), and its
+// bytes.
+int64_t allocate_part(Backend& backend, const model::HostTensor& weight, bool has_bias, LinearMath math,
+                      LinearWeights& linear) {
+  if (weight.empty()) return 0;
+  linear = allocate_linear(backend, weight.rows(), weight.cols(), has_bias, math);
+  return linear_sizes(weight.rows(), weight.cols(), has_bias, math).bytes();
+}
+
+// The bytes of every linear compute copy of layer `layer` under `precision`.
+int64_t linear_bytes(const model::ModelConfig& config, int64_t layer, const LayerPrecision& precision) {
+  int64_t total = 0;
+  for (const model::LinearPart& part : model::kLinearParts) {
+    if (!model::present(part, config, layer)) continue;
+    total += linear_sizes(part.out_features(config), part.in_features(config), model::has_bias(part, config),
+                          linear_math(part, precision))
+                 .bytes();
+  }
+  if (!model::is_sparse_layer(config, layer)) return total;
+  for (const model::ExpertPart& part : model::kExpertParts)
+    total += config.moe.num_experts *
+             linear_sizes(part.out_features(config), part.in_features(config), false, linear_math(true, precision))
+                 .bytes();
+  return total;
 }
 
 }  // namespace
@@ -99,9 +130,9 @@ size_t ComputeCopy::scale_bytes_before(int64_t row) const {
   return static_cast<size_t>((row + 127) / 128 * shape.cols) * sizeof(float);
 }
 
-LinearWeights compile_linear(Backend& backend, const model::HostTensor& weight, const model::HostTensor& bias, bool fp8,
-                             ScaleFormat scale_format) {
-  LinearWeights linear = allocate_linear(backend, weight.rows(), weight.cols(), !bias.empty(), fp8);
+LinearWeights compile_linear(Backend& backend, const model::HostTensor& weight, const model::HostTensor& bias,
+                             LinearMath math, ScaleFormat scale_format) {
+  LinearWeights linear = allocate_linear(backend, weight.rows(), weight.cols(), !bias.empty(), math);
   DeviceArray<float> staging;
   const MasterReader masters(backend, nullptr, staging);
   refit_copy_rows(backend, linear_copy(weight, linear), masters.view(weight), scale_format, 0, weight.rows());
@@ -143,11 +174,15 @@ CompiledModel::CompiledModel(Backend& backend, const model::ModelParams& params,
       weight_bytes_per_token_ += static_cast<int64_t>(norm.size() * 4);
     }
     for (const model::LinearPart& part : model::kLinearParts) {
-      const model::HostTensor& weight = source.*part.weight;
-      LinearWeights& linear = layer.linears[model::index(part.role)];
-      const bool has_bias = model::has_bias(part, config), fp8 = runs_fp8(part, layer.precision);
-      linear = allocate_linear(backend, weight.rows(), weight.cols(), has_bias, fp8);
-      weight_bytes_per_token_ += linear_sizes(weight.rows(), weight.cols(), has_bias, fp8).bytes();
+      weight_bytes_per_token_ += allocate_part(backend, source.*part.weight, model::has_bias(part, config),
+                                               linear_math(part, layer.precision), layer.linears[model::index(part.role)]);
+    }
+    layer.experts.resize(source.experts.size());
+    for (size_t e = 0; e < source.experts.size(); ++e) {
+      for (const model::ExpertPart& part : model::kExpertParts) {
+        weight_bytes_per_token_ += allocate_part(backend, source.experts[e].*part.weight, false,
+                                                 linear_math(true, layer.precision), layer.experts[e].linears[model::index(part.role)]);
+      }
     }
     layers_.push_back(std::move(layer));
   }
@@ -161,10 +196,7 @@ int64_t compute_weight_bytes(const model::ModelConfig& config, const Recipe& rec
     const LayerPrecision precision = layer_precision(recipe, i, config.num_layers);
     for (const model::NormPart& part : model::kNormParts)
       total += part.present(config) ? part.size(config) * 4 : 0;
-    for (const model::LinearPart& part : model::kLinearParts)
-      total += linear_sizes(part.out_features(config), part.in_features(config), model::has_bias(part, config),
-                            runs_fp8(part, precision))
-                   .bytes();
+    total += linear_bytes(config, i, precision);
   }
   return total;
 }
@@ -193,10 +225,16 @@ std::vector<ComputeCopy> CompiledModel::copies(const model::ModelParams& params)
       if (!norm.empty()) out.push_back(copy_of(norm, Kind::f32, layer.norms[model::index(part.role)].data()));
     }
     for (const model::LinearPart& part : model::kLinearParts) {
+      const model::HostTensor& weight = source.*part.weight;
+      if (weight.empty()) continue;  // a part this layer does not have
       LinearWeights& linear = layer.linears[model::index(part.role)];
-      out.push_back(linear_copy(source.*part.weight, linear));
+      out.push_back(linear_copy(weight, linear));
       if (part.bias != nullptr && !linear.bias.empty())
         out.push_back(copy_of(source.*part.bias, Kind::f32, linear.bias.data()));
+    }
+    for (size_t e = 0; e < layer.experts.size(); ++e) {
+      for (const model::ExpertPart& part : model::kExpertParts)
+        out.push_back(linear_copy(source.experts[e].*part.weight, layer.experts[e].linears[model::index(part.role)]));
     }
   }
   return out;

@@ -12,28 +12,39 @@
 #include "core/model/layer_parts.h"
 #include "core/model/model_params.h"
 #include "core/policy/device_array.h"
+#include "core/policy/linear_sizes.h"
 #include "core/policy/device_masters.h"
 #include "core/policy/recipe.h"
 #include "kernels/backend.h"
 
 namespace fp8rl::policy {
 
+// Empty (no arrays, 0 x 0) for a part that the layer does not have.
 struct LinearWeights {
   int64_t out_features = 0;
   int64_t in_features = 0;
   bool fp8 = false;
-  DeviceArray<uint16_t> bf16;  // [out, in] when !fp8
+  DeviceArray<uint16_t> bf16;  // [out, in] when BF16
+  DeviceArray<float> f32;      // [out, in] when FP32 (the router)
   DeviceArray<uint8_t> codes;  // [out, in] E4M3 when fp8
   DeviceArray<float> scales;   // [ceil(out / 128), ceil(in / 128)] when fp8
   DeviceArray<float> bias;     // [out], empty when the layer has none
 
   Fp8Matrix fp8_matrix() const;
+  LinearMath math() const { return fp8 ? LinearMath::fp8 : f32.empty() ? LinearMath::bf16 : LinearMath::f32; }
 };
 
 // A linear layer's compute copy from its FP32 master weight [out, in] and
-// bias [out] (empty: none): BF16, or E4M3 in 128x128 blocks with scale_format.
-LinearWeights compile_linear(Backend& backend, const model::HostTensor& weight, const model::HostTensor& bias, bool fp8,
-                             ScaleFormat scale_format);
+// bias [out] (empty: none): BF16, E4M3 in 128x128 blocks with scale_format,
+// or FP32.
+LinearWeights compile_linear(Backend& backend, const model::HostTensor& weight, const model::HostTensor& bias,
+                             LinearMath math, ScaleFormat scale_format);
+
+// One expert of a sparse layer, by model::ExpertLinear.
+struct CompiledExpert {
+  std::array<LinearWeights, model::kExpertLinearCount> linears;
+  const LinearWeights& linear(model::ExpertLinear role) const { return linears[model::index(role)]; }
+};
 
 // One layer's compute copies, one per part of the layer table
 // (core/model/layer_parts.h), with that part's shape.
@@ -41,6 +52,7 @@ struct CompiledLayer {
   LayerPrecision precision;
   std::array<LinearWeights, model::kLinearCount> linears;   // by model::Linear: [out, in] as the table says
   std::array<DeviceArray<float>, model::kNormCount> norms;  // by model::Norm; empty when the config has none
+  std::vector<CompiledExpert> experts;                      // [num_experts] in a sparse layer, else empty
 
   const LinearWeights& linear(model::Linear role) const { return linears[model::index(role)]; }
   const DeviceArray<float>& norm(model::Norm role) const { return norms[model::index(role)]; }
@@ -90,7 +102,8 @@ class CompiledModel {
   int64_t hidden_size() const { return hidden_size_; }
   // Of weight blocks and activation tiles alike.
   ScaleFormat scale_format() const { return scale_format_; }
-  // Bytes of weights one decode step reads (linear layers, head, norms).
+  // Bytes of weights one decode step reads (linear layers, head, norms;
+  // every expert of a sparse layer, the most a batch can touch).
   int64_t weight_bytes_per_token() const { return weight_bytes_per_token_; }
   // Bytes of all compute copies (the embeddings too when the head is untied).
   int64_t bytes() const {

@@ -43,13 +43,17 @@ uint64_t fingerprint(const Policy& policy) {
     hash.add(values->data(), values->size() * sizeof(float));
   const auto table = static_cast<size_t>(model.vocab_size() * model.hidden_size());
   hash.add_device(backend, model.embedding(), table);
+  const auto add_linear = [&](const LinearWeights& linear) {
+    hash.add_device(backend, linear.bf16);
+    hash.add_device(backend, linear.f32);
+    hash.add_device(backend, linear.codes);
+    hash.add_device(backend, linear.scales);
+    hash.add_device(backend, linear.bias);
+  };
   for (const CompiledLayer& layer : model.layers()) {
-    for (const LinearWeights& linear : layer.linears) {
-      hash.add_device(backend, linear.bf16);
-      hash.add_device(backend, linear.codes);
-      hash.add_device(backend, linear.scales);
-      hash.add_device(backend, linear.bias);
-    }
+    for (const LinearWeights& linear : layer.linears) add_linear(linear);
+    for (const CompiledExpert& expert : layer.experts)
+      for (const LinearWeights& linear : expert.linears) add_linear(linear);
     for (const DeviceArray<float>& norm : layer.norms) hash.add_device(backend, norm);
   }
   hash.add_device(backend, model.final_norm(), static_cast<size_t>(model.hidden_size()));

@@ -29,7 +29,7 @@ void check_row_inputs(const TokenBatch& batch) {
 }  // namespace
 
 ModelRunner::ModelRunner(Backend& backend, const model::ModelConfig& config)
-    : backend_(backend), config_(config), rope_(config), upload_(backend) {}
+    : backend_(backend), config_(config), rope_(config), moe_(backend), upload_(backend) {}
 
 void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
                       KvCache& cache, const PassLimits& limits, const LogitsSink& sink,
@@ -63,6 +63,9 @@ void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
     const int64_t qd = model::q_dim(config_), kvd = model::kv_dim(config_);
     int64_t max_in = 0;  // the widest linear input
     for (const model::LinearPart& part : model::kLinearParts) max_in = std::max(max_in, part.in_features(config_));
+    if (model::sparse_layer_count(config_) > 0) {
+      for (const model::ExpertPart& part : model::kExpertParts) max_in = std::max(max_in, part.in_features(config_));
+    }
     const size_t n = as_size(tokens);
     residual_ = DeviceArray<float>(backend_, n * as_size(hidden));
     normed_ = DeviceArray<float>(backend_, n * as_size(hidden));
@@ -192,13 +195,17 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
   linear(layer.linear(Linear::o), format, a.attention, tokens, projected_.data());
   backend_.add(residual_.data(), projected_.data(), tokens * hidden);
 
-  // MLP block: x += down(silu(gate(h)) * up(h)), h = rms_norm(x).
+  // MLP block: x += mlp(h), h = rms_norm(x); mlp the dense SwiGLU or the experts.
   if (a.mlp_input) backend_.copy_within(a.mlp_input, residual_.data(), residual_bytes);
   backend_.rms_norm(residual_.data(), layer.norm(Norm::post_attention).data(), tokens, hidden, eps, a.mlp_normed);
   const blocks::LinearForward mlp_linear = [&](const LinearWeights& weights, const float* x, int64_t rows, float* y) {
     linear(weights, format, x, rows, y);
   };
-  blocks::dense_mlp_forward(backend_, mlp_linear, layer, config_, tokens, a, projected_.data());
+  if (layer.experts.empty()) {
+    blocks::dense_mlp_forward(backend_, mlp_linear, layer, config_, tokens, a, projected_.data());
+  } else {
+    moe_.forward(mlp_linear, layer, config_, tokens, a.mlp_normed, projected_.data());
+  }
   backend_.add(residual_.data(), projected_.data(), tokens * hidden);
 }
 

@@ -86,6 +86,13 @@ struct Trainer::Accumulated {
 
 Trainer::Trainer(policy::Policy& policy, const TrainerOptions& options) : policy_(policy), options_(options) {
   validate_trainer_options(options);
+  // The forward pass routes tokens through experts; the backward pass through
+  // them does not exist yet, and a trainer must not silently skip them.
+  if (model::sparse_layer_count(policy.config()) > 0) {
+    fail(Status::unsupported, "trainer: training a Mixture-of-Experts policy (" +
+                                  std::string(model::model_type_name(policy.config().family)) +
+                                  ") is not implemented yet; generation and scoring are");
+  }
   engine_ = std::make_unique<Engine>(policy);
   policy_.attach_masters(&engine_->arena);
   if (engine_->collectives.distributed()) start_in_step();

@@ -7,12 +7,14 @@ namespace fp8rl::train {
 namespace {
 
 // W^T of a linear layer [out, in]: [in, out] in its precision, without the bias.
-policy::LinearSizes transposed_sizes(int64_t out_features, int64_t in_features, bool fp8) {
-  return policy::linear_sizes(in_features, out_features, /*has_bias=*/false, fp8);
+policy::LinearSizes transposed_sizes(int64_t out_features, int64_t in_features, policy::LinearMath math) {
+  return policy::linear_sizes(in_features, out_features, /*has_bias=*/false, math);
 }
 
 // The output head's W^T [hidden, vocab], BF16 whatever the recipe (tied or not).
-policy::LinearSizes head_sizes(int64_t vocab, int64_t hidden) { return transposed_sizes(vocab, hidden, false); }
+policy::LinearSizes head_sizes(int64_t vocab, int64_t hidden) {
+  return transposed_sizes(vocab, hidden, policy::LinearMath::bf16);
+}
 
 }  // namespace
 
@@ -21,8 +23,9 @@ policy::LinearWeights allocate_transposed(Backend& backend, const policy::Linear
   t.out_features = forward.in_features;
   t.in_features = forward.out_features;
   t.fp8 = forward.fp8;
-  const policy::LinearSizes sizes = transposed_sizes(forward.out_features, forward.in_features, forward.fp8);
+  const policy::LinearSizes sizes = transposed_sizes(forward.out_features, forward.in_features, forward.math());
   t.bf16 = DeviceArray<uint16_t>(backend, static_cast<size_t>(sizes.bf16));
+  t.f32 = DeviceArray<float>(backend, static_cast<size_t>(sizes.f32));
   t.codes = DeviceArray<uint8_t>(backend, static_cast<size_t>(sizes.codes));
   t.scales = DeviceArray<float>(backend, static_cast<size_t>(sizes.scales));
   return t;
@@ -30,6 +33,7 @@ policy::LinearWeights allocate_transposed(Backend& backend, const policy::Linear
 
 void transpose_linear(Backend& backend, const policy::LinearWeights& forward, policy::LinearWeights& transposed) {
   const int64_t out = forward.out_features, in = forward.in_features;
+  if (forward.math() == policy::LinearMath::f32) return backend.transpose(forward.f32.data(), out, in, 4, transposed.f32.data());
   if (!forward.fp8) return backend.transpose(forward.bf16.data(), out, in, 2, transposed.bf16.data());
   const ScaleShape grid = scale_shape(BlockLayout::block_128x128, out, in);
   backend.transpose(forward.codes.data(), out, in, 1, transposed.codes.data());
@@ -63,7 +67,7 @@ int64_t TransposedModel::bytes() const {
   int64_t total = head_sizes(vocab_, hidden_).bytes();
   for (const TransposedLayer& layer : layers_) {
     for (const policy::LinearWeights& t : layer.linears)
-      total += transposed_sizes(t.in_features, t.out_features, t.fp8).bytes();
+      total += transposed_sizes(t.in_features, t.out_features, t.math()).bytes();
   }
   return total;
 }
@@ -72,8 +76,15 @@ int64_t transposed_weight_bytes(const model::ModelConfig& config, const policy::
   int64_t total = head_sizes(config.vocab_size, config.hidden_size).bytes();
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
     const policy::LayerPrecision precision = policy::layer_precision(recipe, layer, config.num_layers);
-    for (const model::LinearPart& part : model::kLinearParts)
-      total += transposed_sizes(part.out_features(config), part.in_features(config), policy::runs_fp8(part, precision))
+    for (const model::LinearPart& part : model::kLinearParts) {
+      if (!model::present(part, config, layer)) continue;
+      total += transposed_sizes(part.out_features(config), part.in_features(config), policy::linear_math(part, precision))
+                   .bytes();
+    }
+    if (!model::is_sparse_layer(config, layer)) continue;
+    for (const model::ExpertPart& part : model::kExpertParts)
+      total += config.moe.num_experts *
+               transposed_sizes(part.out_features(config), part.in_features(config), policy::linear_math(true, precision))
                    .bytes();
   }
   return total;

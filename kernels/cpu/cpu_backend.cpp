@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../backend_checks.h"
+#include "../moe_checks.h"
 #include "../common/reduction_order.h"
 #include "../optimizer_checks.h"
 #include "../transformer_backward_checks.h"
@@ -20,6 +21,7 @@
 #include "attention_cpu.h"
 #include "backward_cpu.h"
 #include "gemm_cpu.h"
+#include "moe_cpu.h"
 #include "optimizer_cpu.h"
 #include "quantize_cpu.h"
 #include "sampling_cpu.h"
@@ -169,6 +171,18 @@ class CpuBackend final : public Backend {
     if (!check_gather_rows_args(x, cols, rows, count, out)) return;
     rows_in_parallel(count, cols,
                      [&](int64_t begin, int64_t end) { cpu::gather_rows_range(x, cols, rows, out, begin, end); });
+  }
+
+  void moe_route(const MoeRouteArgs& args) override {
+    if (!check_moe_route_args(args)) return;
+    rows_in_parallel(args.tokens, args.experts * args.hidden,
+                     [&](int64_t begin, int64_t end) { cpu::moe_route_tokens(args, begin, end); });
+  }
+
+  void moe_combine(const MoeCombineArgs& args) override {
+    if (!check_moe_combine_args(args)) return;
+    rows_in_parallel(args.tokens, args.top_k * args.hidden,
+                     [&](int64_t begin, int64_t end) { cpu::moe_combine_tokens(args, begin, end); });
   }
 
   void kv_store(const KvStoreArgs& args) override {

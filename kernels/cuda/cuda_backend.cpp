@@ -1,11 +1,13 @@
 #include <cstdio>
 
 #include "../backend_checks.h"
+#include "../moe_checks.h"
 #include "../optimizer_checks.h"
 #include "../transformer_backward_checks.h"
 #include "../transformer_checks.h"
 #include "attention_kernels.h"
 #include "cuda_backend_impl.h"
+#include "moe_kernels.h"
 #include "optimizer_kernels.h"
 #include "quantize_kernels.h"
 #include "sampling_kernels.h"
@@ -207,6 +209,18 @@ void CudaBackend::gather_rows(const float* x, int64_t cols, const int64_t* rows,
   if (!check_gather_rows_args(x, cols, rows, count, out)) return;
   activate();
   launch_gather_rows(x, cols, rows, count, out, stream());
+}
+
+void CudaBackend::moe_route(const MoeRouteArgs& args) {
+  if (!check_moe_route_args(args)) return;
+  activate();
+  launch_moe_route(args, stream());
+}
+
+void CudaBackend::moe_combine(const MoeCombineArgs& args) {
+  if (!check_moe_combine_args(args)) return;
+  activate();
+  launch_moe_combine(args, stream());
 }
 
 void CudaBackend::kv_store(const KvStoreArgs& args) {

@@ -67,6 +67,8 @@ class CudaBackend final : public Backend {
   void transpose(const void* x, int64_t rows, int64_t cols, int64_t element_bytes, void* out) override;
   void transpose_to_bf16(const float* x, int64_t rows, int64_t cols, uint16_t* out) override;
   void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) override;
+  void moe_route(const MoeRouteArgs& args) override;
+  void moe_combine(const MoeCombineArgs& args) override;
   void kv_store(const KvStoreArgs& args) override;
   void attention(const AttentionArgs& args) override;
   void sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,

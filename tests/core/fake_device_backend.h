@@ -110,6 +110,14 @@ class FakeDeviceBackend final : public Backend {
     require_device({x, rows, out});
     cpu_->gather_rows(x, cols, rows, count, out);
   }
+  void moe_route(const MoeRouteArgs& args) override {
+    require_device({args.x, args.router, args.logits, args.chosen, args.weights});
+    cpu_->moe_route(args);
+  }
+  void moe_combine(const MoeCombineArgs& args) override {
+    require_device({args.expert_out, args.slot_rows, args.weights, args.out});
+    cpu_->moe_combine(args);
+  }
   void kv_store(const KvStoreArgs& args) override {
     require_device({args.source, args.cache_rows, args.cache});
     cpu_->kv_store(args);

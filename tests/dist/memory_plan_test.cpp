@@ -83,7 +83,8 @@ class AllocationCountingBackend : public ForwardingBackend {
 
 // The bytes a linear layer's compute arrays hold, read off the arrays.
 int64_t held(const policy::LinearWeights& l) {
-  return static_cast<int64_t>(l.bf16.size() * 2 + l.codes.size() + l.scales.size() * 4 + l.bias.size() * 4);
+  return static_cast<int64_t>(l.bf16.size() * 2 + l.f32.size() * 4 + l.codes.size() + l.scales.size() * 4 +
+                              l.bias.size() * 4);
 }
 
 void check_equal(const dist::MemoryReport& a, const dist::MemoryReport& b) {
@@ -199,6 +200,8 @@ TEST_CASE("memory plan: the compute, transposed and KV-cache arrays hold the pla
       for (const policy::CompiledLayer& layer : compiled.layers()) {
         for (const DeviceArray<float>& norm : layer.norms) compute += static_cast<int64_t>(norm.size() * 4);
         for (const policy::LinearWeights& linear : layer.linears) compute += held(linear);
+        for (const policy::CompiledExpert& expert : layer.experts)
+          for (const policy::LinearWeights& linear : expert.linears) compute += held(linear);
       }
       CHECK(compute == policy::compute_weight_bytes(c, recipe));
       CHECK(compiled.bytes() == compute);

@@ -71,6 +71,8 @@ class ForwardingBackend : public Backend {
   void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) override {
     inner_->gather_rows(x, cols, rows, count, out);
   }
+  void moe_route(const MoeRouteArgs& args) override { inner_->moe_route(args); }
+  void moe_combine(const MoeCombineArgs& args) override { inner_->moe_combine(args); }
   void kv_store(const KvStoreArgs& args) override { inner_->kv_store(args); }
   void attention(const AttentionArgs& args) override { inner_->attention(args); }
   void sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,

@@ -95,7 +95,7 @@ struct Setup {
   model::HostTensor weight{{N, K}, w};
 
   std::vector<float> run_dgrad(bool fp8) {
-    const policy::LinearWeights forward = policy::compile_linear(*backend, weight, {}, fp8, ScaleFormat::fp32);
+    const policy::LinearWeights forward = policy::compile_linear(*backend, weight, {}, fp8 ? policy::LinearMath::fp8 : policy::LinearMath::bf16, ScaleFormat::fp32);
     policy::LinearWeights transposed = train::allocate_transposed(*backend, forward);
     train::transpose_linear(*backend, forward, transposed);
     DeviceArray<float> dy_device(*backend, dy.size()), dx(*backend, static_cast<size_t>(M * K));
@@ -171,8 +171,8 @@ TEST_CASE("transposing a compiled FP8 weight gives the blocks quantizing W^T giv
     for (int64_t r = 0; r < out; ++r)
       for (int64_t c = 0; c < in; ++c)
         transposed_host.data[static_cast<size_t>(c * out + r)] = weight.data[static_cast<size_t>(r * in + c)];
-    const policy::LinearWeights expected = policy::compile_linear(*backend, transposed_host, {}, true, format);
-    const policy::LinearWeights forward = policy::compile_linear(*backend, weight, {}, true, format);
+    const policy::LinearWeights expected = policy::compile_linear(*backend, transposed_host, {}, policy::LinearMath::fp8, format);
+    const policy::LinearWeights forward = policy::compile_linear(*backend, weight, {}, policy::LinearMath::fp8, format);
     policy::LinearWeights got = train::allocate_transposed(*backend, forward);
     train::transpose_linear(*backend, forward, got);
     std::vector<uint8_t> a(expected.codes.size()), b(got.codes.size());
