@@ -1,6 +1,7 @@
 // Bitwise consistency: the logits and log-probs generation records equal
 // those of a full-sequence forward pass (what training computes), for every
-// family and recipe, whatever the batch composition and thread count.
+// family (Mixture-of-Experts too) and recipe, whatever the batch composition
+// and thread count.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -64,7 +65,7 @@ TEST_CASE("decode logits equal full-forward logits bitwise, every family and rec
   rollout::SamplingOptions options;
   options.max_new_tokens = 12;
   options.batch_slots = 3;  // continuous batching: the fourth prompt waits for a slot
-  for (const NamedConfig& named : tiny_configs()) {
+  for (const NamedConfig& named : forward_configs()) {
     policy::Policy policy(context, tiny_params(named.config));
     policy.set_attention_scales(test_scales(named.config.num_layers));
     for (const NamedRecipe& recipe : all_recipes()) {
@@ -104,7 +105,7 @@ TEST_CASE("generation log-probs equal full-sequence scoring bitwise under every 
   };
   const Setting settings[] = {{"plain", 1.0f, 0, 1.0f}, {"hot", 1.7f, 0, 1.0f},          {"top-k", 0.7f, 20, 1.0f},
                               {"top-p", 0.9f, 0, 0.8f}, {"top-k+top-p", 0.6f, 40, 0.9f}, {"greedy", 0.0f, 0, 1.0f}};
-  for (const NamedConfig& named : tiny_configs()) {
+  for (const NamedConfig& named : forward_configs()) {
     policy::Policy policy(context, tiny_params(named.config, 5));
     policy.set_attention_scales(test_scales(named.config.num_layers));
     for (const NamedRecipe& recipe : all_recipes()) {
@@ -134,22 +135,26 @@ TEST_CASE("generation log-probs equal full-sequence scoring bitwise under every 
 }
 
 TEST_CASE("rollouts are bitwise independent of the thread count") {
-  const model::ModelConfig config = tiny_qwen3();
   const FlatSequences prompts = test_prompts({4, 13, 2, 8, 30}, 301, 2);
   rollout::SamplingOptions options;
   options.max_new_tokens = 9;
-  for (const NamedRecipe& recipe : all_recipes()) {
-    CAPTURE(std::string(recipe.name));
-    std::vector<std::vector<Rollout>> results;
-    for (int threads : {1, 2}) {
-      Context context(cpu_request(threads), Logger());
-      policy::Policy policy(context, tiny_params(config), recipe.recipe);
-      results.push_back(rollout::generate(policy, prompts.view(), seeds_for(5), options));
-    }
-    for (size_t i = 0; i < results[0].size(); ++i) {
-      CHECK(results[0][i].tokens == results[1][i].tokens);
-      CHECK(count_mismatches(results[0][i].logprobs, results[1][i].logprobs.data(), results[0][i].logprobs.size()) ==
-            0);
+  for (const NamedConfig& named : {NamedConfig{"qwen3", tiny_qwen3()}, NamedConfig{"qwen3_moe", tiny_qwen3_moe()}}) {
+    for (const NamedRecipe& recipe : all_recipes()) {
+      CAPTURE(std::string(named.name));
+      CAPTURE(std::string(recipe.name));
+      std::vector<std::vector<Rollout>> results;
+      for (int threads : {1, 2, 3}) {
+        Context context(cpu_request(threads), Logger());
+        policy::Policy policy(context, tiny_params(named.config), recipe.recipe);
+        results.push_back(rollout::generate(policy, prompts.view(), seeds_for(5), options));
+      }
+      for (size_t t = 1; t < results.size(); ++t) {
+        for (size_t i = 0; i < results[0].size(); ++i) {
+          CHECK(results[0][i].tokens == results[t][i].tokens);
+          CHECK(count_mismatches(results[0][i].logprobs, results[t][i].logprobs.data(),
+                                 results[0][i].logprobs.size()) == 0);
+        }
+      }
     }
   }
 }

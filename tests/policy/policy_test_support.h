@@ -65,6 +65,41 @@ inline std::vector<NamedConfig> tiny_configs() {
   return {{"llama", tiny_llama()}, {"qwen2", tiny_qwen2()}, {"qwen3", tiny_qwen3()}};
 }
 
+// Qwen3-MoE: 6 experts of width 72 (a partial 128-block), top-2 renormalized;
+// layer 1 dense through mlp_only_layers.
+inline model::ModelConfig tiny_qwen3_moe() {
+  model::ModelConfig c = tiny_qwen3();
+  c.family = model::ModelFamily::qwen3_moe;
+  c.moe.num_experts = 6;
+  c.moe.num_experts_per_tok = 2;
+  c.moe.moe_intermediate_size = 72;
+  c.moe.norm_topk_prob = true;
+  c.moe.mlp_only_layers = {1};
+  return c;
+}
+
+// Every expert of every other layer taken (k == experts), weights not
+// renormalized; decoder_sparse_step 2 makes layers 1 sparse, 0 and 2 dense.
+inline model::ModelConfig tiny_qwen3_moe_all_experts() {
+  model::ModelConfig c = tiny_qwen3_moe();
+  c.moe.num_experts = 3;
+  c.moe.num_experts_per_tok = 3;
+  c.moe.moe_intermediate_size = 136;
+  c.moe.norm_topk_prob = false;
+  c.moe.mlp_only_layers = {};
+  c.moe.decoder_sparse_step = 2;
+  return c;
+}
+
+// The dense families and the Mixture-of-Experts variants: what the forward
+// pass and generation are tested on (training takes tiny_configs()).
+inline std::vector<NamedConfig> forward_configs() {
+  std::vector<NamedConfig> configs = tiny_configs();
+  configs.push_back({"qwen3_moe", tiny_qwen3_moe()});
+  configs.push_back({"qwen3_moe_all_experts", tiny_qwen3_moe_all_experts()});
+  return configs;
+}
+
 // Larger init than Hugging Face's 0.02 so that a random tiny model has
 // peaked, position-dependent distributions (a flat one would hide errors).
 inline model::ModelParams tiny_params(const model::ModelConfig& config, uint64_t seed = 11) {
