@@ -94,7 +94,8 @@ inline fp8rl_precision to_public(policy::Precision precision) {
 
 inline model::ModelFamily model_family_from(fp8rl_model_family family, const std::string& what) {
   const int32_t v = raw(family);
-  require(v >= FP8RL_MODEL_FAMILY_LLAMA && v <= FP8RL_MODEL_FAMILY_QWEN3, enum_message(what, v, "LLAMA, QWEN2 or QWEN3"));
+  require(v >= FP8RL_MODEL_FAMILY_LLAMA && v <= FP8RL_MODEL_FAMILY_QWEN3_MOE,
+          enum_message(what, v, "LLAMA, QWEN2, QWEN3 or QWEN3_MOE"));
   return static_cast<model::ModelFamily>(v);
 }
 

@@ -18,8 +18,46 @@ fp8rl_model_config default_model_config() {
   config.rope_original_max_position_embeddings = rope.original_max_position_embeddings;
   config.bos_token_id = -1;
   config.num_eos_token_ids = 0;
+  const model::MoeConfig moe;  // the core's defaults: no experts
+  config.decoder_sparse_step = moe.decoder_sparse_step;
+  config.router_aux_loss_coef = moe.router_aux_loss_coef;
   return config;
 }
+
+namespace {
+
+model::MoeConfig moe_config_from(const fp8rl_model_config& c, const std::string& prefix) {
+  model::MoeConfig moe;
+  moe.num_experts = c.num_experts;
+  moe.num_experts_per_tok = c.num_experts_per_tok;
+  moe.moe_intermediate_size = c.moe_intermediate_size;
+  moe.norm_topk_prob = c.norm_topk_prob != 0;
+  moe.decoder_sparse_step = c.decoder_sparse_step;
+  require(c.num_mlp_only_layers >= 0 && c.num_mlp_only_layers <= FP8RL_MAX_MLP_ONLY_LAYERS,
+          prefix + "num_mlp_only_layers is " + std::to_string(c.num_mlp_only_layers) + "; expected 0 to " +
+              std::to_string(FP8RL_MAX_MLP_ONLY_LAYERS));
+  moe.mlp_only_layers.assign(c.mlp_only_layers, c.mlp_only_layers + c.num_mlp_only_layers);
+  moe.router_aux_loss_coef = c.router_aux_loss_coef;
+  return moe;
+}
+
+void moe_config_to(const model::MoeConfig& moe, fp8rl_model_config& c) {
+  c.num_experts = moe.num_experts;
+  c.num_experts_per_tok = moe.num_experts_per_tok;
+  c.moe_intermediate_size = moe.moe_intermediate_size;
+  c.norm_topk_prob = moe.norm_topk_prob ? 1 : 0;
+  c.decoder_sparse_step = moe.decoder_sparse_step;
+  if (moe.mlp_only_layers.size() > FP8RL_MAX_MLP_ONLY_LAYERS) {
+    fail(Status::unsupported, "the model has " + std::to_string(moe.mlp_only_layers.size()) +
+                                  " mlp_only_layers; fp8rl_model_config holds at most " +
+                                  std::to_string(FP8RL_MAX_MLP_ONLY_LAYERS));
+  }
+  for (size_t i = 0; i < moe.mlp_only_layers.size(); ++i) c.mlp_only_layers[i] = static_cast<int32_t>(moe.mlp_only_layers[i]);
+  c.num_mlp_only_layers = static_cast<int32_t>(moe.mlp_only_layers.size());
+  c.router_aux_loss_coef = moe.router_aux_loss_coef;
+}
+
+}  // namespace
 
 model::ModelConfig model_config_from(const fp8rl_model_config* given, const char* name) {
   const fp8rl_model_config c = read_options(given, default_model_config(), name);
@@ -56,6 +94,7 @@ model::ModelConfig model_config_from(const fp8rl_model_config* given, const char
           prefix + "num_eos_token_ids is " + std::to_string(c.num_eos_token_ids) + "; expected 0 to " +
               std::to_string(FP8RL_MAX_EOS_TOKEN_IDS));
   config.eos_token_ids.assign(c.eos_token_ids, c.eos_token_ids + c.num_eos_token_ids);
+  config.moe = moe_config_from(c, prefix);
   model::validate(config);
   return config;
 }
@@ -89,6 +128,7 @@ fp8rl_model_config to_public(const model::ModelConfig& config) {
   }
   for (size_t i = 0; i < config.eos_token_ids.size(); ++i) c.eos_token_ids[i] = config.eos_token_ids[i];
   c.num_eos_token_ids = static_cast<int32_t>(config.eos_token_ids.size());
+  moe_config_to(config.moe, c);
   return c;
 }
 
@@ -110,6 +150,15 @@ FP8RL_API fp8rl_status fp8rl_model_config_parameter_count(const fp8rl_model_conf
     const fp8rl::model::ModelConfig model_config = model_config_from(config, "config");
     fp8rl::require(out_count != nullptr, "out_count is NULL");
     *out_count = fp8rl::model::parameter_count(model_config);
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_model_config_active_parameter_count(const fp8rl_model_config* config,
+                                                                 int64_t* out_count) {
+  return guarded(__func__, [&] {
+    const fp8rl::model::ModelConfig model_config = model_config_from(config, "config");
+    fp8rl::require(out_count != nullptr, "out_count is NULL");
+    *out_count = fp8rl::model::active_parameter_count(model_config);
   });
 }
 

@@ -33,6 +33,7 @@ policy::LinearWeights allocate_transposed(Backend& backend, const policy::Linear
 
 void transpose_linear(Backend& backend, const policy::LinearWeights& forward, policy::LinearWeights& transposed) {
   const int64_t out = forward.out_features, in = forward.in_features;
+  if (out == 0) return;  // a part the layer does not have
   if (forward.math() == policy::LinearMath::f32) return backend.transpose(forward.f32.data(), out, in, 4, transposed.f32.data());
   if (!forward.fp8) return backend.transpose(forward.bf16.data(), out, in, 2, transposed.bf16.data());
   const ScaleShape grid = scale_shape(BlockLayout::block_128x128, out, in);

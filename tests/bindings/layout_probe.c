@@ -15,6 +15,7 @@ int main(void) {
   VALUE(FP8RL_VERSION_PATCH);
   VALUE(FP8RL_VERSION);
   VALUE(FP8RL_MAX_EOS_TOKEN_IDS);
+  VALUE(FP8RL_MAX_MLP_ONLY_LAYERS);
   SIZE(fp8rl_status);
   VALUE(FP8RL_OK);
   VALUE(FP8RL_ERROR_INVALID_ARGUMENT);
@@ -66,6 +67,7 @@ int main(void) {
   VALUE(FP8RL_MODEL_FAMILY_LLAMA);
   VALUE(FP8RL_MODEL_FAMILY_QWEN2);
   VALUE(FP8RL_MODEL_FAMILY_QWEN3);
+  VALUE(FP8RL_MODEL_FAMILY_QWEN3_MOE);
   VALUE(FP8RL_MODEL_FAMILY_FORCE_32BIT);
   SIZE(fp8rl_rope_scaling);
   VALUE(FP8RL_ROPE_SCALING_NONE);
@@ -159,6 +161,14 @@ int main(void) {
   FIELD(fp8rl_model_config, bos_token_id);
   FIELD(fp8rl_model_config, eos_token_ids);
   FIELD(fp8rl_model_config, num_eos_token_ids);
+  FIELD(fp8rl_model_config, num_experts);
+  FIELD(fp8rl_model_config, num_experts_per_tok);
+  FIELD(fp8rl_model_config, moe_intermediate_size);
+  FIELD(fp8rl_model_config, norm_topk_prob);
+  FIELD(fp8rl_model_config, decoder_sparse_step);
+  FIELD(fp8rl_model_config, mlp_only_layers);
+  FIELD(fp8rl_model_config, num_mlp_only_layers);
+  FIELD(fp8rl_model_config, router_aux_loss_coef);
   SIZE(fp8rl_recipe);
   FIELD(fp8rl_recipe, struct_size);
   FIELD(fp8rl_recipe, linear);

@@ -12,6 +12,7 @@ FP8RL_VERSION_MINOR = 2
 FP8RL_VERSION_PATCH = 0
 FP8RL_VERSION = 200  # (0*10000+2*100+0)
 FP8RL_MAX_EOS_TOKEN_IDS = 8
+FP8RL_MAX_MLP_ONLY_LAYERS = 64
 
 # ---- enums: each has a FORCE_32BIT member, so all are 32-bit C ints
 
@@ -73,6 +74,7 @@ fp8rl_model_family = ctypes.c_int
 FP8RL_MODEL_FAMILY_LLAMA = 0
 FP8RL_MODEL_FAMILY_QWEN2 = 1
 FP8RL_MODEL_FAMILY_QWEN3 = 2
+FP8RL_MODEL_FAMILY_QWEN3_MOE = 3
 FP8RL_MODEL_FAMILY_FORCE_32BIT = 0x7fffffff
 
 fp8rl_rope_scaling = ctypes.c_int
@@ -139,7 +141,7 @@ ENUMS = {
     'fp8rl_log_level': {'FP8RL_LOG_DEBUG': FP8RL_LOG_DEBUG, 'FP8RL_LOG_INFO': FP8RL_LOG_INFO, 'FP8RL_LOG_WARNING': FP8RL_LOG_WARNING, 'FP8RL_LOG_ERROR': FP8RL_LOG_ERROR, 'FP8RL_LOG_OFF': FP8RL_LOG_OFF, 'FP8RL_LOG_FORCE_32BIT': FP8RL_LOG_FORCE_32BIT},
     'fp8rl_element_type': {'FP8RL_ELEMENT_F32': FP8RL_ELEMENT_F32, 'FP8RL_ELEMENT_F64': FP8RL_ELEMENT_F64, 'FP8RL_ELEMENT_I64': FP8RL_ELEMENT_I64, 'FP8RL_ELEMENT_U8': FP8RL_ELEMENT_U8, 'FP8RL_ELEMENT_TYPE_FORCE_32BIT': FP8RL_ELEMENT_TYPE_FORCE_32BIT},
     'fp8rl_feature': {'FP8RL_FEATURE_CUDA': FP8RL_FEATURE_CUDA, 'FP8RL_FEATURE_AVX2': FP8RL_FEATURE_AVX2, 'FP8RL_FEATURE_AVX512': FP8RL_FEATURE_AVX512, 'FP8RL_FEATURE_FORCE_32BIT': FP8RL_FEATURE_FORCE_32BIT},
-    'fp8rl_model_family': {'FP8RL_MODEL_FAMILY_LLAMA': FP8RL_MODEL_FAMILY_LLAMA, 'FP8RL_MODEL_FAMILY_QWEN2': FP8RL_MODEL_FAMILY_QWEN2, 'FP8RL_MODEL_FAMILY_QWEN3': FP8RL_MODEL_FAMILY_QWEN3, 'FP8RL_MODEL_FAMILY_FORCE_32BIT': FP8RL_MODEL_FAMILY_FORCE_32BIT},
+    'fp8rl_model_family': {'FP8RL_MODEL_FAMILY_LLAMA': FP8RL_MODEL_FAMILY_LLAMA, 'FP8RL_MODEL_FAMILY_QWEN2': FP8RL_MODEL_FAMILY_QWEN2, 'FP8RL_MODEL_FAMILY_QWEN3': FP8RL_MODEL_FAMILY_QWEN3, 'FP8RL_MODEL_FAMILY_QWEN3_MOE': FP8RL_MODEL_FAMILY_QWEN3_MOE, 'FP8RL_MODEL_FAMILY_FORCE_32BIT': FP8RL_MODEL_FAMILY_FORCE_32BIT},
     'fp8rl_rope_scaling': {'FP8RL_ROPE_SCALING_NONE': FP8RL_ROPE_SCALING_NONE, 'FP8RL_ROPE_SCALING_LLAMA3': FP8RL_ROPE_SCALING_LLAMA3, 'FP8RL_ROPE_SCALING_FORCE_32BIT': FP8RL_ROPE_SCALING_FORCE_32BIT},
     'fp8rl_precision': {'FP8RL_PRECISION_BF16': FP8RL_PRECISION_BF16, 'FP8RL_PRECISION_FP8': FP8RL_PRECISION_FP8, 'FP8RL_PRECISION_FORCE_32BIT': FP8RL_PRECISION_FORCE_32BIT},
     'fp8rl_finish_reason': {'FP8RL_FINISH_STOP': FP8RL_FINISH_STOP, 'FP8RL_FINISH_LENGTH': FP8RL_FINISH_LENGTH, 'FP8RL_FINISH_CONTEXT_FULL': FP8RL_FINISH_CONTEXT_FULL, 'FP8RL_FINISH_FORCE_32BIT': FP8RL_FINISH_FORCE_32BIT},
@@ -222,6 +224,14 @@ class fp8rl_model_config(ctypes.Structure):
         ('bos_token_id', ctypes.c_int64),
         ('eos_token_ids', (ctypes.c_int64 * 8)),  # int64_t[8]
         ('num_eos_token_ids', ctypes.c_int32),
+        ('num_experts', ctypes.c_int64),
+        ('num_experts_per_tok', ctypes.c_int64),
+        ('moe_intermediate_size', ctypes.c_int64),
+        ('norm_topk_prob', ctypes.c_int32),
+        ('decoder_sparse_step', ctypes.c_int64),
+        ('mlp_only_layers', (ctypes.c_int32 * 64)),  # int32_t[64]
+        ('num_mlp_only_layers', ctypes.c_int32),
+        ('router_aux_loss_coef', ctypes.c_double),
     ]
 
 
@@ -437,6 +447,7 @@ _FUNCTIONS = (
     ('fp8rl_build_features', fp8rl_status, (ctypes.POINTER(ctypes.c_uint32),)),
     ('fp8rl_model_config_init', fp8rl_status, (ctypes.POINTER(fp8rl_model_config),)),
     ('fp8rl_model_config_parameter_count', fp8rl_status, (ctypes.POINTER(fp8rl_model_config), ctypes.POINTER(ctypes.c_int64))),
+    ('fp8rl_model_config_active_parameter_count', fp8rl_status, (ctypes.POINTER(fp8rl_model_config), ctypes.POINTER(ctypes.c_int64))),
     ('fp8rl_recipe_init', fp8rl_status, (ctypes.POINTER(fp8rl_recipe),)),
     ('fp8rl_policy_create_random', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_model_config), ctypes.c_uint64, ctypes.POINTER(ctypes.c_void_p))),
     ('fp8rl_policy_load', fp8rl_status, (ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))),

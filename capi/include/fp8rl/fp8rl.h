@@ -530,6 +530,8 @@ typedef enum fp8rl_model_family FP8RL_ENUM_INT32 {
   FP8RL_MODEL_FAMILY_LLAMA = 0,               /**< Llama 2/3.x, SmolLM2 ("llama"). */
   FP8RL_MODEL_FAMILY_QWEN2 = 1,               /**< Qwen2/2.5: bias on the q/k/v projections. */
   FP8RL_MODEL_FAMILY_QWEN3 = 2,               /**< Qwen3: RMSNorm over each head of q and k (qk_norm). */
+  FP8RL_MODEL_FAMILY_QWEN3_MOE = 3,           /**< Qwen3-MoE ("qwen3_moe"): Qwen3 attention, sparse layers
+                                                   with a router and experts (the num_experts fields). */
   FP8RL_MODEL_FAMILY_FORCE_32BIT = 0x7FFFFFFF /**< Keeps the enum 32 bits wide. */
 } fp8rl_model_family;
 
@@ -542,6 +544,9 @@ typedef enum fp8rl_rope_scaling FP8RL_ENUM_INT32 {
 
 /** Capacity of fp8rl_model_config::eos_token_ids. */
 #define FP8RL_MAX_EOS_TOKEN_IDS 8
+
+/** Capacity of fp8rl_model_config::mlp_only_layers. */
+#define FP8RL_MAX_MLP_ONLY_LAYERS 64
 
 /**
  * The architecture of a model. Fill with fp8rl_model_config_init(), then set
@@ -574,6 +579,18 @@ typedef struct fp8rl_model_config {
   /** End-of-sequence tokens; the first num_eos_token_ids of them count. */
   int64_t eos_token_ids[FP8RL_MAX_EOS_TOKEN_IDS];
   int32_t num_eos_token_ids; /**< 0 (default) to ::FP8RL_MAX_EOS_TOKEN_IDS. */
+  /** Mixture-of-Experts (::FP8RL_MODEL_FAMILY_QWEN3_MOE only; 0 for the other families): the
+      experts of a sparse layer, each a SwiGLU MLP of width moe_intermediate_size (default 0). */
+  int64_t num_experts;
+  int64_t num_experts_per_tok;   /**< Experts each token goes to, in [1, num_experts] (default 0). */
+  int64_t moe_intermediate_size; /**< Width of each expert (default 0). */
+  int32_t norm_topk_prob;        /**< Non-zero: the chosen experts' weights are renormalized to sum 1. */
+  /** Layer i is sparse when it is not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0
+      (default 1); other layers have the dense MLP of intermediate_size. */
+  int64_t decoder_sparse_step;
+  int32_t mlp_only_layers[FP8RL_MAX_MLP_ONLY_LAYERS]; /**< Dense layers; the first num_mlp_only_layers count. */
+  int32_t num_mlp_only_layers;                        /**< 0 (default) to ::FP8RL_MAX_MLP_ONLY_LAYERS. */
+  double router_aux_loss_coef; /**< The file's load-balancing coefficient, kept with the model (default 0.001). */
 } fp8rl_model_config;
 
 /**
@@ -590,8 +607,9 @@ FP8RL_API fp8rl_status fp8rl_model_config_init(fp8rl_model_config* config);
 /**
  * @brief Validates a configuration and counts its weights.
  *
- * The count includes embeddings, every layer's projections, biases and norms,
- * the final norm and (unless tied) the LM head.
+ * The count includes embeddings, every layer's projections, biases and norms
+ * (a sparse layer's router and all of its experts), the final norm and
+ * (unless tied) the LM head.
  * @param config The configuration; read only during the call.
  * @param[out] out_count Receives the number of weights.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or a configuration that
@@ -604,6 +622,21 @@ FP8RL_API fp8rl_status fp8rl_model_config_init(fp8rl_model_config* config);
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_model_config_parameter_count(const fp8rl_model_config* config, int64_t* out_count);
+
+/**
+ * @brief Validates a configuration and counts the weights one token computes
+ *        with: fp8rl_model_config_parameter_count() with only
+ *        num_experts_per_tok experts in each sparse layer (the same count for
+ *        a dense model). Qwen3-30B-A3B: 30,532,122,624 weights, 3,353,032,704 active.
+ * @param config The configuration; read only during the call.
+ * @param[out] out_count Receives the number of active weights.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT as fp8rl_model_config_parameter_count().
+ * @retval FP8RL_ERROR_VERSION_MISMATCH if config->struct_size is not one this library knows.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_model_config_active_parameter_count(const fp8rl_model_config* config,
+                                                                 int64_t* out_count);
 
 /** @} */
 

@@ -33,6 +33,7 @@ const FP8RL_VERSION_MINOR = 2
 const FP8RL_VERSION_PATCH = 0
 const FP8RL_VERSION = 200
 const FP8RL_MAX_EOS_TOKEN_IDS = 8
+const FP8RL_MAX_MLP_ONLY_LAYERS = 64
 
 # ---- enums: 32-bit C ints (each has a FORCE_32BIT member)
 
@@ -94,6 +95,7 @@ const fp8rl_model_family = Cint
 const FP8RL_MODEL_FAMILY_LLAMA = fp8rl_model_family(0)
 const FP8RL_MODEL_FAMILY_QWEN2 = fp8rl_model_family(1)
 const FP8RL_MODEL_FAMILY_QWEN3 = fp8rl_model_family(2)
+const FP8RL_MODEL_FAMILY_QWEN3_MOE = fp8rl_model_family(3)
 const FP8RL_MODEL_FAMILY_FORCE_32BIT = fp8rl_model_family(0x7fffffff)
 
 const fp8rl_rope_scaling = Cint
@@ -220,6 +222,14 @@ struct fp8rl_model_config
     bos_token_id::Int64
     eos_token_ids::NTuple{8, Int64}
     num_eos_token_ids::Int32
+    num_experts::Int64
+    num_experts_per_tok::Int64
+    moe_intermediate_size::Int64
+    norm_topk_prob::Int32
+    decoder_sparse_step::Int64
+    mlp_only_layers::NTuple{64, Int32}
+    num_mlp_only_layers::Int32
+    router_aux_loss_coef::Cdouble
 end
 
 struct fp8rl_recipe
@@ -618,6 +628,17 @@ fp8rl_status fp8rl_model_config_parameter_count(const fp8rl_model_config* config
 """
 function fp8rl_model_config_parameter_count(config, out_count)
     @ccall $(_symbol(:fp8rl_model_config_parameter_count))(config::Ptr{fp8rl_model_config}, out_count::Ptr{Int64})::fp8rl_status
+end
+
+"""
+    fp8rl_model_config_active_parameter_count(config, out_count)
+
+```c
+fp8rl_status fp8rl_model_config_active_parameter_count(const fp8rl_model_config* config, int64_t* out_count)
+```
+"""
+function fp8rl_model_config_active_parameter_count(config, out_count)
+    @ccall $(_symbol(:fp8rl_model_config_active_parameter_count))(config::Ptr{fp8rl_model_config}, out_count::Ptr{Int64})::fp8rl_status
 end
 
 """

@@ -13,6 +13,8 @@ pub const FP8RL_VERSION_PATCH: u32 = 0;
 pub const FP8RL_VERSION: u32 = 200;
 /// `#define FP8RL_MAX_EOS_TOKEN_IDS 8`
 pub const FP8RL_MAX_EOS_TOKEN_IDS: u32 = 8;
+/// `#define FP8RL_MAX_MLP_ONLY_LAYERS 64`
+pub const FP8RL_MAX_MLP_ONLY_LAYERS: u32 = 64;
 
 // ---- enums: 32-bit C ints (each has a FORCE_32BIT member)
 
@@ -82,6 +84,7 @@ pub type fp8rl_model_family = i32;
 pub const FP8RL_MODEL_FAMILY_LLAMA: fp8rl_model_family = 0;
 pub const FP8RL_MODEL_FAMILY_QWEN2: fp8rl_model_family = 1;
 pub const FP8RL_MODEL_FAMILY_QWEN3: fp8rl_model_family = 2;
+pub const FP8RL_MODEL_FAMILY_QWEN3_MOE: fp8rl_model_family = 3;
 pub const FP8RL_MODEL_FAMILY_FORCE_32BIT: fp8rl_model_family = 0x7fffffff;
 
 /// C `enum fp8rl_rope_scaling`.
@@ -254,6 +257,14 @@ pub struct fp8rl_model_config {
     pub bos_token_id: i64,
     pub eos_token_ids: [i64; 8],
     pub num_eos_token_ids: i32,
+    pub num_experts: i64,
+    pub num_experts_per_tok: i64,
+    pub moe_intermediate_size: i64,
+    pub norm_topk_prob: i32,
+    pub decoder_sparse_step: i64,
+    pub mlp_only_layers: [i32; 64],
+    pub num_mlp_only_layers: i32,
+    pub router_aux_loss_coef: f64,
 }
 
 /// C `struct fp8rl_recipe`; fill with its init function where it has one.
@@ -498,6 +509,8 @@ extern "C" {
     pub fn fp8rl_model_config_init(config: *mut fp8rl_model_config) -> fp8rl_status;
     /// `fp8rl_status fp8rl_model_config_parameter_count(const fp8rl_model_config* config, int64_t* out_count)`
     pub fn fp8rl_model_config_parameter_count(config: *const fp8rl_model_config, out_count: *mut i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_model_config_active_parameter_count(const fp8rl_model_config* config, int64_t* out_count)`
+    pub fn fp8rl_model_config_active_parameter_count(config: *const fp8rl_model_config, out_count: *mut i64) -> fp8rl_status;
     /// `fp8rl_status fp8rl_recipe_init(fp8rl_recipe* recipe)`
     pub fn fp8rl_recipe_init(recipe: *mut fp8rl_recipe) -> fp8rl_status;
     /// `fp8rl_status fp8rl_policy_create_random(fp8rl_context* context, const fp8rl_model_config* config, uint64_t seed, fp8rl_policy** out_policy)`
@@ -671,6 +684,14 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_model_config.bos_token_id", core::mem::offset_of!(fp8rl_model_config, bos_token_id), core::mem::size_of::<i64>()),
     ("fp8rl_model_config.eos_token_ids", core::mem::offset_of!(fp8rl_model_config, eos_token_ids), core::mem::size_of::<[i64; 8]>()),
     ("fp8rl_model_config.num_eos_token_ids", core::mem::offset_of!(fp8rl_model_config, num_eos_token_ids), core::mem::size_of::<i32>()),
+    ("fp8rl_model_config.num_experts", core::mem::offset_of!(fp8rl_model_config, num_experts), core::mem::size_of::<i64>()),
+    ("fp8rl_model_config.num_experts_per_tok", core::mem::offset_of!(fp8rl_model_config, num_experts_per_tok), core::mem::size_of::<i64>()),
+    ("fp8rl_model_config.moe_intermediate_size", core::mem::offset_of!(fp8rl_model_config, moe_intermediate_size), core::mem::size_of::<i64>()),
+    ("fp8rl_model_config.norm_topk_prob", core::mem::offset_of!(fp8rl_model_config, norm_topk_prob), core::mem::size_of::<i32>()),
+    ("fp8rl_model_config.decoder_sparse_step", core::mem::offset_of!(fp8rl_model_config, decoder_sparse_step), core::mem::size_of::<i64>()),
+    ("fp8rl_model_config.mlp_only_layers", core::mem::offset_of!(fp8rl_model_config, mlp_only_layers), core::mem::size_of::<[i32; 64]>()),
+    ("fp8rl_model_config.num_mlp_only_layers", core::mem::offset_of!(fp8rl_model_config, num_mlp_only_layers), core::mem::size_of::<i32>()),
+    ("fp8rl_model_config.router_aux_loss_coef", core::mem::offset_of!(fp8rl_model_config, router_aux_loss_coef), core::mem::size_of::<f64>()),
     ("fp8rl_recipe", 0, core::mem::size_of::<fp8rl_recipe>()),
     ("fp8rl_recipe.struct_size", core::mem::offset_of!(fp8rl_recipe, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_recipe.linear", core::mem::offset_of!(fp8rl_recipe, linear), core::mem::size_of::<fp8rl_precision>()),
@@ -823,6 +844,7 @@ pub const VALUES: &[(&str, i64)] = &[
     ("FP8RL_VERSION_PATCH", FP8RL_VERSION_PATCH as i64),
     ("FP8RL_VERSION", FP8RL_VERSION as i64),
     ("FP8RL_MAX_EOS_TOKEN_IDS", FP8RL_MAX_EOS_TOKEN_IDS as i64),
+    ("FP8RL_MAX_MLP_ONLY_LAYERS", FP8RL_MAX_MLP_ONLY_LAYERS as i64),
     ("FP8RL_OK", FP8RL_OK as i64),
     ("FP8RL_ERROR_INVALID_ARGUMENT", FP8RL_ERROR_INVALID_ARGUMENT as i64),
     ("FP8RL_ERROR_OUT_OF_MEMORY", FP8RL_ERROR_OUT_OF_MEMORY as i64),
@@ -866,6 +888,7 @@ pub const VALUES: &[(&str, i64)] = &[
     ("FP8RL_MODEL_FAMILY_LLAMA", FP8RL_MODEL_FAMILY_LLAMA as i64),
     ("FP8RL_MODEL_FAMILY_QWEN2", FP8RL_MODEL_FAMILY_QWEN2 as i64),
     ("FP8RL_MODEL_FAMILY_QWEN3", FP8RL_MODEL_FAMILY_QWEN3 as i64),
+    ("FP8RL_MODEL_FAMILY_QWEN3_MOE", FP8RL_MODEL_FAMILY_QWEN3_MOE as i64),
     ("FP8RL_MODEL_FAMILY_FORCE_32BIT", FP8RL_MODEL_FAMILY_FORCE_32BIT as i64),
     ("FP8RL_ROPE_SCALING_NONE", FP8RL_ROPE_SCALING_NONE as i64),
     ("FP8RL_ROPE_SCALING_LLAMA3", FP8RL_ROPE_SCALING_LLAMA3 as i64),
@@ -928,6 +951,7 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_build_features",
     "fp8rl_model_config_init",
     "fp8rl_model_config_parameter_count",
+    "fp8rl_model_config_active_parameter_count",
     "fp8rl_recipe_init",
     "fp8rl_policy_create_random",
     "fp8rl_policy_load",
