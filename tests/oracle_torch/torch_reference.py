@@ -107,7 +107,7 @@ GAIN = {"qk": 1.0, "gate": 1.0, "head": 1.0, "embed": 1.0, "bias": 0.5}
 def base_config(model_type, **overrides):
     config = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                           "qwen3": "Qwen3ForCausalLM"}[model_type]],
+                           "qwen3": "Qwen3ForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM"}[model_type]],
         "model_type": model_type,
         "vocab_size": 300,
         "hidden_size": 160,
@@ -183,7 +183,7 @@ def random_weights(config, seed, gains=None):
             w[p + "self_attn.q_proj.bias"] = normal((heads * head_dim,), gain["bias"])
             w[p + "self_attn.k_proj.bias"] = normal((kv_heads * head_dim,), gain["bias"])
             w[p + "self_attn.v_proj.bias"] = normal((kv_heads * head_dim,), gain["bias"])
-        if family == "qwen3":
+        if family in ("qwen3", "qwen3_moe"):
             w[p + "self_attn.q_norm.weight"] = normal((head_dim,), 0.2, 1.5)
             w[p + "self_attn.k_norm.weight"] = normal((head_dim,), 0.2, 1.5)
         w[p + "mlp.gate_proj.weight"] = linear(inter, hidden, gain["gate"])
@@ -437,6 +437,18 @@ class Reference:
             out = torch.einsum("htu,uhd->thd", p_hat, v) / total.permute(1, 0, 2)
         return out.reshape(t, -1)
 
+    def mlp(self, h, layer, linear, emulate, pow2):
+        """The SwiGLU MLP of layer `layer`: h [T, hidden] -> [T, hidden]. A
+        method so that the MoE reference (torch_moe.py) can replace it."""
+        p = f"model.layers.{layer}.mlp."
+        return self.swiglu(h, p, linear, emulate, pow2)
+
+    def swiglu(self, h, p, linear, emulate, pow2):
+        """down(silu(gate(h)) * up(h)) with the linears p + gate_proj etc."""
+        gate = self.linear(h, p + "gate_proj", linear, emulate, pow2)  # [T, inter]
+        up = self.linear(h, p + "up_proj", linear, emulate, pow2)      # [T, inter]
+        return self.linear(torch.nn.functional.silu(gate) * up, p + "down_proj", linear, emulate, pow2)
+
     def forward(self, tokens, recipe, emulate, noise=None):
         """Logits [T, vocab] of one sequence. noise (a torch.Generator)
         perturbs the embeddings by a relative NOISE, about what FP32
@@ -466,9 +478,7 @@ class Reference:
             a = self.attention(q, k, v, kv, math_mode, emulate)
             x = x + self.linear(a, p + "self_attn.o_proj", linear, emulate, pow2, bias=True)
             h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-            gate = self.linear(h, p + "mlp.gate_proj", linear, emulate, pow2)
-            up = self.linear(h, p + "mlp.up_proj", linear, emulate, pow2)
-            x = x + self.linear(torch.nn.functional.silu(gate) * up, p + "mlp.down_proj", linear, emulate, pow2)
+            x = x + self.mlp(h, i, linear, emulate, pow2)
         h = rms_norm(x, w["model.norm.weight"], eps)
         if emulate:
             h = straight_through(bf16, h)
@@ -485,27 +495,52 @@ def errors(ours, ref):
     return diff.max().item(), diff.max().item() / scale, diff.mean().item() / scale
 
 
+def random_sequences(config, seed):
+    """Token sequences of SEQUENCE_LENGTHS drawn uniformly from the vocabulary."""
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, config["vocab_size"], (n,), generator=g).tolist() for n in SEQUENCE_LENGTHS]
+
+
+def reference_logits(reference, sequences, recipes, seed):
+    """The references compare_logits judges against, all [tokens, vocab]:
+    {"plain": float64 without rounding, recipe: (emulated, perturbed)}, where
+    perturbed is emulated with FP32-level noise on the embeddings (the floor)."""
+    result = {"plain": torch.cat([reference.forward(s, "bf16", emulate=False) for s in sequences])}
+    for recipe in recipes:
+        emulated = torch.cat([reference.forward(s, recipe, emulate=True) for s in sequences])
+        noise = torch.Generator().manual_seed(seed + 100)
+        perturbed = torch.cat([reference.forward(s, recipe, emulate=True, noise=noise) for s in sequences])
+        result[recipe] = (emulated, perturbed)
+    return result
+
+
 def run_family(family, dump_logits, workdir, seed):
     config = FAMILIES[family]
     weights = random_weights(config, seed)
     folder = os.path.join(workdir, family)
     write_folder(folder, config, weights)
+    sequences = random_sequences(config, seed + 1)
+    references = reference_logits(Reference(config, weights), sequences, RECIPES, seed)
+    return compare_logits(family, folder, config, sequences, references, dump_logits, workdir)
 
-    g = torch.Generator().manual_seed(seed + 1)
-    sequences = [torch.randint(0, config["vocab_size"], (n,), generator=g).tolist() for n in SEQUENCE_LENGTHS]
+
+def compare_logits(family, folder, config, sequences, references, dump_logits, workdir):
+    """Runs dump_logits on the folder for every recipe of `references`
+    (reference_logits' result) and judges ours against them (TOLERANCES).
+    Returns (table rows, failure messages)."""
+    lengths = [len(s) for s in sequences]
     tokens = np.array([x for s in sequences for x in s], dtype="<i4")
-    offsets = np.cumsum([0] + SEQUENCE_LENGTHS).astype("<i8")
+    offsets = np.cumsum([0] + lengths).astype("<i8")
     tokens_path, offsets_path = os.path.join(workdir, "tokens.bin"), os.path.join(workdir, "offsets.bin")
     tokens.tofile(tokens_path)
     offsets.tofile(offsets_path)
 
-    positions = np.concatenate([np.arange(n) for n in SEQUENCE_LENGTHS])
+    positions = np.concatenate([np.arange(n) for n in lengths])
     early = positions < EARLY_POSITIONS
-    reference = Reference(config, weights)
-    plain = torch.cat([reference.forward(s, "bf16", emulate=False) for s in sequences])
+    plain = references["plain"]
     vocab = config["vocab_size"]
     rows, failures = [], []
-    for recipe in RECIPES:
+    for recipe in [r for r in references if r != "plain"]:
         name = f"{family}/{recipe}"
         out = os.path.join(workdir, f"{family}-{recipe}.bin")
         result = subprocess.run([dump_logits, folder, recipe, tokens_path, offsets_path, out],
@@ -521,9 +556,7 @@ def run_family(family, dump_logits, workdir, seed):
         if not torch.isfinite(ours).all():
             failures.append(f"{name}: non-finite logits")
             continue
-        emulated = torch.cat([reference.forward(s, recipe, emulate=True) for s in sequences])
-        noise = torch.Generator().manual_seed(seed + 100)
-        perturbed = torch.cat([reference.forward(s, recipe, emulate=True, noise=noise) for s in sequences])
+        emulated, perturbed = references[recipe]
         _, floor_max, floor_mean = errors(perturbed, emulated)
         e_abs, e_rel, e_mean = errors(ours, emulated)
         _, p_rel, p_mean = errors(ours, plain)
@@ -555,10 +588,11 @@ def print_table(rows):
     print(f"  FP32-level noise ({NOISE:g}) on the embeddings; exact: rows within {EXACT:g} (positions < "
           f"{EARLY_POSITIONS} / all);")
     print("  plain: float64 without rounding (what the recipe costs); top1: argmax agreement with plain.")
-    print(f"{'model':8} {'recipe':12} {'max|logit|':>10} | {'emulated max':>12} {'mean':>8} | {'floor max':>9} "
+    width = max([8] + [len(r["family"]) for r in rows])
+    print(f"{'model':{width}} {'recipe':12} {'max|logit|':>10} | {'emulated max':>12} {'mean':>8} | {'floor max':>9} "
           f"{'mean':>8} | {'exact':>9} | {'plain max':>9} {'mean':>8} {'top1':>6}")
     for r in rows:
-        print(f"{r['family']:8} {r['recipe']:12} {r['scale']:10.3f} | {r['e_rel']:12.2e} {r['e_mean']:8.1e} | "
+        print(f"{r['family']:{width}} {r['recipe']:12} {r['scale']:10.3f} | {r['e_rel']:12.2e} {r['e_mean']:8.1e} | "
               f"{r['floor_max']:9.2e} {r['floor_mean']:8.1e} | {r['exact_early']:4.0%}/{r['exact_all']:3.0%} | "
               f"{r['p_rel']:9.2e} {r['p_mean']:8.1e} {r['top1']:6.1%}")
     print(f"Asserted: emulated max <= {MAX_TOL['bf16']:g} (bf16) / {MAX_TOL['fp8']:g} (fp8 recipes), mean <= "
