@@ -495,10 +495,10 @@ def errors(ours, ref):
     return diff.max().item(), diff.max().item() / scale, diff.mean().item() / scale
 
 
-def random_sequences(config, seed):
-    """Token sequences of SEQUENCE_LENGTHS drawn uniformly from the vocabulary."""
+def random_sequences(config, seed, lengths=SEQUENCE_LENGTHS):
+    """Token sequences of the given lengths drawn uniformly from the vocabulary."""
     g = torch.Generator().manual_seed(seed)
-    return [torch.randint(0, config["vocab_size"], (n,), generator=g).tolist() for n in SEQUENCE_LENGTHS]
+    return [torch.randint(0, config["vocab_size"], (n,), generator=g).tolist() for n in lengths]
 
 
 def reference_logits(reference, sequences, recipes, seed):
@@ -521,13 +521,13 @@ def run_family(family, dump_logits, workdir, seed):
     write_folder(folder, config, weights)
     sequences = random_sequences(config, seed + 1)
     references = reference_logits(Reference(config, weights), sequences, RECIPES, seed)
-    return compare_logits(family, folder, config, sequences, references, dump_logits, workdir)
+    return compare_logits(family, config, sequences, references,
+                          dump_logits_runner(dump_logits, folder, sequences, workdir))
 
 
-def compare_logits(family, folder, config, sequences, references, dump_logits, workdir):
-    """Runs dump_logits on the folder for every recipe of `references`
-    (reference_logits' result) and judges ours against them (TOLERANCES).
-    Returns (table rows, failure messages)."""
+def dump_logits_runner(dump_logits, folder, sequences, workdir):
+    """recipe -> our logits [tokens, vocab] of the sequences (dump_logits on
+    the folder), or a message saying why there are none."""
     lengths = [len(s) for s in sequences]
     tokens = np.array([x for s in sequences for x in s], dtype="<i4")
     offsets = np.cumsum([0] + lengths).astype("<i8")
@@ -535,24 +535,36 @@ def compare_logits(family, folder, config, sequences, references, dump_logits, w
     tokens.tofile(tokens_path)
     offsets.tofile(offsets_path)
 
-    positions = np.concatenate([np.arange(n) for n in lengths])
-    early = positions < EARLY_POSITIONS
-    plain = references["plain"]
-    vocab = config["vocab_size"]
-    rows, failures = [], []
-    for recipe in [r for r in references if r != "plain"]:
-        name = f"{family}/{recipe}"
-        out = os.path.join(workdir, f"{family}-{recipe}.bin")
+    def run(recipe):
+        out = os.path.join(workdir, f"{os.path.basename(folder)}-{recipe}.bin")
         result = subprocess.run([dump_logits, folder, recipe, tokens_path, offsets_path, out],
                                 capture_output=True, text=True)
         if result.returncode != 0:
-            failures.append(f"{name}: dump_logits exited {result.returncode}: {result.stderr.strip()}")
+            return f"dump_logits exited {result.returncode}: {result.stderr.strip()}"
+        return torch.from_numpy(np.fromfile(out, dtype="<f4").astype(np.float64))
+    return run
+
+
+def compare_logits(family, config, sequences, references, ours_for, max_tol=MAX_TOL, plain_tol=PLAIN_TOL):
+    """Judges ours_for(recipe) (dump_logits_runner's result) against the
+    references (reference_logits' result) for every recipe they hold
+    (TOLERANCES; max_tol and plain_tol replace MAX_TOL and PLAIN_TOL).
+    Returns (table rows, failure messages)."""
+    positions = np.concatenate([np.arange(len(s)) for s in sequences])
+    early = positions < EARLY_POSITIONS
+    plain = references["plain"]
+    tokens, vocab = len(positions), config["vocab_size"]
+    rows, failures = [], []
+    for recipe in [r for r in references if r != "plain"]:
+        name = f"{family}/{recipe}"
+        ours = ours_for(recipe)
+        if isinstance(ours, str):
+            failures.append(f"{name}: {ours}")
             continue
-        ours = torch.from_numpy(np.fromfile(out, dtype="<f4").astype(np.float64))
-        if ours.numel() != len(tokens) * vocab:
-            failures.append(f"{name}: {ours.numel()} logits, expected {len(tokens) * vocab}")
+        if ours.numel() != tokens * vocab:
+            failures.append(f"{name}: {ours.numel()} logits, expected {tokens * vocab}")
             continue
-        ours = ours.reshape(len(tokens), vocab)
+        ours = ours.reshape(tokens, vocab)
         if not torch.isfinite(ours).all():
             failures.append(f"{name}: non-finite logits")
             continue
@@ -568,21 +580,21 @@ def compare_logits(family, folder, config, sequences, references, dump_logits, w
                          floor_mean=floor_mean, exact_early=exact_early, exact_all=(row_error <= EXACT).mean(),
                          p_rel=p_rel, p_mean=p_mean, top1=top1))
         worst_row, worst_col = divmod(int((ours - emulated).abs().argmax()), vocab)
-        if not e_rel <= MAX_TOL[recipe]:
+        if not e_rel <= max_tol[recipe]:
             failures.append(f"{name}: max error {e_rel:.3g} (abs {e_abs:.3g}, at token {worst_row}, logit "
-                            f"{worst_col}) vs the emulated reference exceeds {MAX_TOL[recipe]:.3g}")
+                            f"{worst_col}) vs the emulated reference exceeds {max_tol[recipe]:.3g}")
         if not e_mean <= MEAN_TOL[recipe]:
             failures.append(f"{name}: mean error {e_mean:.3g} vs the emulated reference exceeds {MEAN_TOL[recipe]:.3g}")
         if not exact_early >= MIN_EXACT_EARLY:
             failures.append(f"{name}: only {exact_early:.0%} of the rows at positions < {EARLY_POSITIONS} match the "
                             f"emulated reference to {EXACT:g} (at least {MIN_EXACT_EARLY:.0%} expected): a rounding "
                             f"point, scale or layer assignment differs")
-        if not p_rel <= PLAIN_TOL[recipe]:
-            failures.append(f"{name}: max error {p_rel:.3g} vs the plain float64 reference exceeds {PLAIN_TOL[recipe]:.3g}")
+        if not p_rel <= plain_tol[recipe]:
+            failures.append(f"{name}: max error {p_rel:.3g} vs the plain float64 reference exceeds {plain_tol[recipe]:.3g}")
     return rows, failures
 
 
-def print_table(rows):
+def print_table(rows, max_tol=MAX_TOL, plain_tol=PLAIN_TOL):
     print("Logits of our forward (CPU backend) vs PyTorch float64, errors relative to max |logit|.")
     print("  emulated: float64 + the recipe's BF16/E4M3 rounding points; floor: that reference vs itself with")
     print(f"  FP32-level noise ({NOISE:g}) on the embeddings; exact: rows within {EXACT:g} (positions < "
@@ -595,9 +607,9 @@ def print_table(rows):
         print(f"{r['family']:{width}} {r['recipe']:12} {r['scale']:10.3f} | {r['e_rel']:12.2e} {r['e_mean']:8.1e} | "
               f"{r['floor_max']:9.2e} {r['floor_mean']:8.1e} | {r['exact_early']:4.0%}/{r['exact_all']:3.0%} | "
               f"{r['p_rel']:9.2e} {r['p_mean']:8.1e} {r['top1']:6.1%}")
-    print(f"Asserted: emulated max <= {MAX_TOL['bf16']:g} (bf16) / {MAX_TOL['fp8']:g} (fp8 recipes), mean <= "
+    print(f"Asserted: emulated max <= {max_tol['bf16']:g} (bf16) / {max_tol['fp8']:g} (fp8 recipes), mean <= "
           f"{MEAN_TOL['bf16']:g} / {MEAN_TOL['fp8']:g}, exact rows at positions < {EARLY_POSITIONS} >= "
-          f"{MIN_EXACT_EARLY:.0%}; plain max <= {PLAIN_TOL['bf16']:g} / {PLAIN_TOL['fp8']:g}.")
+          f"{MIN_EXACT_EARLY:.0%}; plain max <= {plain_tol['bf16']:g} / {plain_tol['fp8']:g}.")
 
 
 def main():
