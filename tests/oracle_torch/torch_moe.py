@@ -117,10 +117,11 @@ def moe_config(**overrides):
 VARIANTS = {
     # All three layers sparse, top-2 of 8 without renormalisation.
     "top2": (moe_config(), 1002, None),
-    # Top-4 of 8, renormalised, experts 200 wide (2x2 blocks, partial).
-    "top4_norm": (moe_config(num_experts_per_tok=4, norm_topk_prob=True, moe_intermediate_size=200), 1003, None),
-    # Layer 1 dense (mlp_only_layers) between two sparse ones, untied head.
-    "mlp_only": (moe_config(mlp_only_layers=[1], norm_topk_prob=True, tie_word_embeddings=False), 1000, None),
+    # Top-4 of 8, renormalised, experts 200 wide (2x2 blocks, partial), tied head.
+    "top4_norm": (moe_config(num_experts_per_tok=4, norm_topk_prob=True, moe_intermediate_size=200,
+                             tie_word_embeddings=True), 1003, None),
+    # Layer 1 dense (mlp_only_layers) between two sparse ones.
+    "mlp_only": (moe_config(mlp_only_layers=[1], norm_topk_prob=True), 1000, None),
     # decoder_sparse_step 2 over four layers: layers 1 and 3 sparse; top-3 of 6.
     "sparse_step2": (moe_config(num_hidden_layers=4, max_window_layers=4, decoder_sparse_step=2, num_experts=6,
                                 num_experts_per_tok=3, moe_intermediate_size=200), 1000, None),
