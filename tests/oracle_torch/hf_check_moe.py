@@ -17,7 +17,13 @@ errors relative to max |logit|. Two runs:
               so agreement is FP32-level.
   float64     those four computed in float64 (patched below, for the check
               only): what is left is the model itself, and it agrees to
-              rounding level, ~1e-13 (1e-10 asserted).
+              rounding level (1e-10 asserted).
+Measured (transformers 4.51.3 on Debian's torch 1.13): float64 throughout
+8.3e-16 to 2.1e-15 on top2, top4_norm, mlp_only and sparse_step2; as
+shipped 2.2e-7 to 8.7e-7. The variant "tie" differs by 0.28 either way, as
+it should: HF picks among exactly tied experts with torch.topk, which does
+not promise the lowest index (it picked the higher one for some tokens);
+the library's contract is stricter, so "tie" is reported, not asserted.
 The routing of the two must be the same for the comparison to mean
 anything; the margins torch_moe asserts (>= 1e-3 in the router logits) are
 far above FP32-level differences.
@@ -140,8 +146,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="fp8rl_hf_moe_") as workdir:
         for name in moe.VARIANTS if args.variant == "all" else [args.variant]:
             shipped, exact = check_variant(name, workdir, modeling)
-            print(f"  {name:14} as shipped {shipped:.2e}   float64 throughout {exact:.2e}")
-            if not exact <= AGREEMENT:
+            tied = moe.VARIANTS[name][2] is not None
+            print(f"  {name:14} as shipped {shipped:.2e}   float64 throughout {exact:.2e}"
+                  + ("   (exact ties: HF's torch.topk picks either index, not asserted)" if tied else ""))
+            if not tied and not exact <= AGREEMENT:
                 failures.append(f"{name}: {exact:.3g} > {AGREEMENT:g}")
     for failure in failures:
         print("FAIL:", failure)

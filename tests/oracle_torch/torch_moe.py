@@ -24,26 +24,36 @@ rounding points, torch_reference.py's docstring; plain: none).
 
 Routing margins. Ours routes in FP32, the reference in float64: where two
 router logits are nearly equal the k-th choice can differ, and then a whole
-expert's output differs, which no logits tolerance should absorb. So every
-(token, sparse layer, recipe) of a test must have its top-k boundary clear:
-the gap between the k-th largest router logit and the next one (the relative
-margin of the probabilities, 1 - p_(k+1) / p_(k) ~ gap) is at least
-MIN_ROUTER_GAP. The bound: ours and the emulated reference differ in the
-router logits by (a) FP32 arithmetic, ~1e-6 of the logits' size (O(1)), and
-(b) the BF16/E4M3 rounding flips that FP32-vs-FP64 differences cause
-upstream (torch_reference.py's TOLERANCES), which move the router logits of
-the later tokens of a sequence. The "drift" column measures (b) as
-torch_reference.py measures its floor: the emulated reference against itself
-with FP32-level noise on the embeddings, max |delta z| over all tokens and
-sparse layers. Measured (see `--reference-only`): <= 2.3e-3 under bf16 and
-fp8 with router gain ROUTER_GAIN; MIN_ROUTER_GAP = 1e-2 is four times that and
-far above (a). A routing bug (wrong top-k, wrong tie-break, a router under
-the wrong rounding by a BF16 ulp or more) moves logits by more than the
-drift only where it changes a choice; with the margins enforced every such
-change is a real difference, and the logits check catches it as it would a
-wrong expert. The margins are a property of the test's random weights, so
-each variant has a fixed weight seed (VARIANTS) found with --find-seed, and
-every run asserts the margins before running ours.
+expert's output differs. So every (token, sparse layer, recipe) of a test
+has its top-k boundary clear: the gap between the k-th largest router logit
+and the next one (~ the relative margin 1 - p_(k+1) / p_(k)) is at least
+MIN_ROUTER_GAP = 1e-3. Why 1e-3: the router's own FP32 arithmetic is off by
+at most gamma_n sum |w x| (n = hidden), which the test computes per token
+("arith": <= 3.2e-4 over all variants and recipes, typical errors are
+~sqrt(n) times smaller), and FP32 differences already in h move z by
+~1e-6 relative (~1e-5). So FP32-versus-float64 arithmetic alone cannot flip
+a choice, and a difference in routing that is not a rounding flip's
+consequence (below) is a bug. The margins are a property of the random
+weights, so each variant has a fixed weight seed (VARIANTS, found with
+--find-seed) and every run asserts them before running ours (a failure
+names the recipe and the count of pairs under the bound).
+
+Legitimate routing flips. The bound cannot also cover the BF16/E4M3
+rounding flips that FP32-vs-FP64 differences cause upstream (torch_reference
+TOLERANCES): they move the router logits of later tokens by far more. The
+routing table measures them as torch_reference measures its floor, the
+emulated reference against itself with FP32-level noise on the embeddings:
+"drift" = max |delta z| reaches 2.6e-2 to 4.9e-2 under bf16 and 0.1 to 2.0
+under the fp8 recipes (flips feed on flips), and "flips" counts tokens whose
+choice the noise changed: 0 to 5 of 318-477 (token, layer) pairs under
+bf16, up to 31 under fp8, the first at position 2 to 43. No seed clears
+margins of that size at every pair, so these flips are treated like the
+rounding flips of the dense test: they stay rare and late, the mean error
+and the early-row exactness (torch_reference's MEAN_TOL, MIN_EXACT_EARLY)
+keep their values and are the sharp checks, and only the max-error bounds
+are loosened (MOE_MAX_TOL, MOE_PLAIN_TOL) to what a flipped expert costs on
+the floor. --reference-only runs exactly these criteria on the floor run in
+place of ours, so that the bounds are shown to admit FP32-level noise.
 
 Exact ties (variant "tie"): two experts with identical router rows have
 exactly equal logits in exact arithmetic; the reference computes each distinct
@@ -58,12 +68,15 @@ required between the tied value and its distinct neighbours on both sides.
 
 Hugging Face check (outside CI, hf_check_moe.py): transformers 4.51.3's
 Qwen3MoeForCausalLM in float64 on the same folders agrees with the plain
-reference to 1e-10 relative once its router softmax, which HF computes in
-float32 even for a float64 model, is computed in float64.
+reference to 2.1e-15 relative (max over the four untied-router variants)
+once the parts HF forces to float32 in a float64 model (RMSNorm, RoPE
+angles, router and attention softmax) run in float64; 8.7e-7 as shipped.
+On "tie" HF differs: torch.topk does not break exact ties by lowest index.
 
 Usage:
   torch_moe.py --dump-logits PATH --variant NAME|all      compare with ours
-  torch_moe.py --reference-only --variant NAME|all         folders + references only
+  torch_moe.py --reference-only --variant NAME|all         folders, references, margins,
+                                                            and the criteria on the floor run
   torch_moe.py --find-seed --variant NAME                  first seed with clear margins
 Exit status: 0 pass, 1 fail, 77 skipped (torch not importable).
 """
@@ -89,9 +102,10 @@ MOE_SEQUENCE_LENGTHS = [1, 2, 3, 5, 8, 13, 37, 90]
 MIN_ROUTER_GAP = 1e-3
 TIE_MIN_STRADDLES = 20
 # Max-error bounds (errors relative to max |logit|), looser than the dense
-# families': see "Legitimate routing flips" above. Measured floors over the
-# five variants: emulated max 0.103 (bf16) / 0.436 (fp8 recipes), plain max
-# 0.187 / 0.587. MEAN_TOL and MIN_EXACT_EARLY stay torch_reference's.
+# families': see "Legitimate routing flips" above. Measured on the floor run
+# over the five variants: emulated max 0.103 (bf16) / 0.436 (fp8 recipes),
+# plain max 0.187 / 0.587; mean 6.1e-4 / 8.8e-3 against MEAN_TOL 1e-3 /
+# 1.5e-2, early rows exact >= 55% against MIN_EXACT_EARLY 40%.
 FP8_RECIPES = [r for r in tr.RECIPES if r != "bf16"]
 MOE_MAX_TOL = dict({"bf16": 0.25}, **{r: 0.75 for r in FP8_RECIPES})
 MOE_PLAIN_TOL = dict({"bf16": 0.4}, **{r: 1.0 for r in FP8_RECIPES})
