@@ -66,6 +66,16 @@ win. The test asserts that such straddles occur (TIE_MIN_STRADDLES) and that
 the reference picked the lower index each time; the margin above is then
 required between the tied value and its distinct neighbours on both sides.
 
+Self-test (--self-test): the criteria must catch routing bugs. MUTANTS are
+references with one plausible bug each, judged as if they were ours; all
+fail (measured): ties to the highest index (variant tie; mean error 2.3e-2
+under bf16 and 2.4e-2 under fp8 against 1e-3 / 1.5e-2; its early rows still
+match 45-48%, so the mean is what catches it), norm_topk_prob inverted (mean
+1.9e-3, no early row exact), the router input left in FP32 instead of BF16
+(no early row exact under bf16 and fp8), and, under fp8, experts quantized
+as one stacked matrix whose 128x128 blocks straddle experts (no early row
+exact).
+
 Hugging Face check (outside CI, hf_check_moe.py): transformers 4.51.3's
 Qwen3MoeForCausalLM in float64 on the same folders agrees with the plain
 reference to 2.1e-15 relative (max over the four untied-router variants)
@@ -77,6 +87,7 @@ Usage:
   torch_moe.py --dump-logits PATH --variant NAME|all      compare with ours
   torch_moe.py --reference-only --variant NAME|all         folders, references, margins,
                                                             and the criteria on the floor run
+  torch_moe.py --self-test                                 the criteria catch MUTANTS
   torch_moe.py --find-seed --variant NAME                  first seed with clear margins
 Exit status: 0 pass, 1 fail, 77 skipped (torch not importable).
 """
@@ -224,17 +235,15 @@ class MoeReference(tr.Reference):
             return super().mlp(h, layer, linear, emulate, pow2)
         p = f"model.layers.{layer}.mlp."
         k = self.c["num_experts_per_tok"]
-        x = tr.straight_through(tr.bf16, h) if emulate else h  # [T, hidden], the router's input under every recipe
+        x = self.router_input(h, emulate)                         # [T, hidden]
         router = self.w[p + "gate.weight"]                        # [experts, hidden]
         # Each distinct router row's logit computed once (exact ties stay exact).
         rows, inverse = torch.unique(router.detach(), dim=0, return_inverse=True)
         first = [int((inverse == u).nonzero()[0]) for u in range(rows.shape[0])]
         z = (x @ router[first].T)[:, inverse]                     # [T, experts]
         probs = torch.softmax(z, dim=1)                           # [T, experts]
-        chosen = top_k_lowest_index(z.detach(), k)                # [T, k]
-        weights = probs.gather(1, chosen)                         # [T, k]
-        if self.c["norm_topk_prob"]:
-            weights = weights / weights.sum(dim=1, keepdim=True)
+        chosen = self.top_k(z.detach(), k)                        # [T, k]
+        weights = self.expert_weights(probs, chosen)              # [T, k]
         # Worst-case error of an FP32 dot product of length n: gamma_n sum |w x|.
         n = x.shape[1]
         gamma = n * 2.0 ** -24 / (1 - n * 2.0 ** -24)
@@ -247,6 +256,20 @@ class MoeReference(tr.Reference):
         for j in range(k):  # in rank order, as ours combines
             out = out + weights[:, j:j + 1] * outputs[chosen[:, j], tokens]
         return out
+
+    # The three routing steps, methods so that the self-test's mutants
+    # (MUTANTS) can each get one wrong.
+    def router_input(self, h, emulate):
+        """h [T, hidden] rounded to BF16 under every recipe."""
+        return tr.straight_through(tr.bf16, h) if emulate else h
+
+    def top_k(self, z, k):
+        return top_k_lowest_index(z, k)
+
+    def expert_weights(self, probs, chosen):
+        """probs [T, experts], chosen [T, k] -> the combine weights [T, k]."""
+        weights = probs.gather(1, chosen)
+        return weights / weights.sum(dim=1, keepdim=True) if self.c["norm_topk_prob"] else weights
 
 
 def routing(reference, sequences, recipe, emulate=True, noise=None):
@@ -302,6 +325,77 @@ def print_routing(name, rows):
               f"({r['instances']} token-layer pairs{tie})")
 
 
+# ------------------------------------------------------------- self-test ---
+# Plausible bugs of a MoE forward, each a MoeReference that gets one thing
+# wrong. --self-test judges each one's emulated logits as if they were ours
+# (against the correct references, with the criteria of the real test):
+# every one must fail, or the criteria would not catch that bug in ours.
+
+class TiesToHighestIndex(MoeReference):
+    def top_k(self, z, k):
+        experts = z.shape[1]
+        return experts - 1 - top_k_lowest_index(z.flip(1), k)
+
+
+class NormTopkProbInverted(MoeReference):
+    def expert_weights(self, probs, chosen):
+        weights = probs.gather(1, chosen)
+        return weights if self.c["norm_topk_prob"] else weights / weights.sum(dim=1, keepdim=True)
+
+
+class RouterInputUnrounded(MoeReference):
+    def router_input(self, h, emulate):
+        return tr.f32(h) if emulate else h
+
+
+class ExpertsQuantizedStacked(MoeReference):
+    """Under fp8, a layer's experts' weights quantized as one matrix stacked
+    along the output dimension: 128x128 blocks then straddle experts."""
+
+    def weight(self, name, fp8, pow2):
+        if not (fp8 and ".experts." in name):
+            return super().weight(name, fp8, pow2)
+        prefix, rest = name.split(".experts.")
+        expert, projection = rest.split(".", 1)
+        key = (prefix, projection, pow2)
+        if key not in self.quantized:
+            stacked = torch.cat([self.w[f"{prefix}.experts.{e}.{projection}"] for e in range(self.c["num_experts"])])
+            self.quantized[key] = tr.fake_quant_blocks(stacked, pow2)  # [experts * out, in]
+        rows = self.w[name].shape[0]
+        return self.quantized[key][int(expert) * rows:(int(expert) + 1) * rows]
+
+
+# description -> (mutant, variant, recipes)
+MUTANTS = {
+    "exact ties to the highest index": (TiesToHighestIndex, "tie", ["bf16", "fp8"]),
+    "norm_topk_prob inverted": (NormTopkProbInverted, "top4_norm", ["bf16"]),
+    "router input not rounded to BF16": (RouterInputUnrounded, "top2", ["bf16", "fp8"]),
+    "experts quantized as one stacked matrix": (ExpertsQuantizedStacked, "top2", ["fp8"]),
+}
+
+
+def self_test():
+    """Every mutant must fail the comparison; returns (rows, failures)."""
+    all_rows, failures = [], []
+    for description, (mutant, variant, recipes) in MUTANTS.items():
+        config, seed, tied = VARIANTS[variant]
+        weights = random_moe_weights(config, seed, tied)
+        sequences = tr.random_sequences(config, seed + 1, MOE_SEQUENCE_LENGTHS)
+        references = tr.reference_logits(MoeReference(config, weights), sequences, recipes, seed)
+        model = mutant(config, weights)
+
+        def ours_for(recipe):
+            return torch.cat([model.forward(s, recipe, emulate=True) for s in sequences])
+        rows, caught = tr.compare_logits(f"{variant}:{mutant.__name__}", config, sequences, references, ours_for,
+                                         MOE_MAX_TOL, MOE_PLAIN_TOL)
+        all_rows += rows
+        print(f"mutant '{description}' on {variant}: " + (f"caught, {len(caught)} failure(s), e.g. {caught[0]}"
+                                                         if caught else "NOT CAUGHT"))
+        if not caught:
+            failures.append(f"mutant '{description}' passes the criteria")
+    return all_rows, failures
+
+
 def run_variant(name, args, workdir):
     config, seed, tied = VARIANTS[name]
     family = f"qwen3_moe_{name}"
@@ -346,14 +440,18 @@ def main():
     parser.add_argument("--reference-only", action="store_true",
                         help="write the folders and check the references' routing margins; do not run ours")
     parser.add_argument("--find-seed", action="store_true", help="search the first seed with clear margins")
+    parser.add_argument("--self-test", action="store_true", help="check that the criteria catch MUTANTS")
     parser.add_argument("--variant", default="all", choices=list(VARIANTS) + ["all"])
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.find_seed:
         if args.variant == "all":
             parser.error("--find-seed needs one --variant")
-        seed = find_seed(args.variant, VARIANTS[args.variant][1], 50)
+        seed = find_seed(args.variant, 1000, 50)
         return 0 if seed is not None else 1
+    if args.self_test:
+        rows, failures = self_test()
+        return tr.report(rows, failures, lambda rows: tr.print_table(rows, MOE_MAX_TOL, MOE_PLAIN_TOL))
     if not args.reference_only and not args.dump_logits:
         parser.error("--dump-logits or --reference-only is required")
     variants = list(VARIANTS) if args.variant == "all" else [args.variant]

@@ -35,6 +35,10 @@ Rounding points (kernels/transformer_ops.h, kernels/common/attention_math.h):
 The E4M3 and BF16 roundings are implemented here from frexp and np.round
 (round half to even), independently of the C++ code.
 
+torch_moe.py extends this model and comparison to Qwen3-MoE (router, top-k
+experts, dense layers by mlp_only_layers / decoder_sparse_step) through
+Reference.mlp, reference_logits and compare_logits.
+
 torch_grads.py reuses this model for the gradient oracles: Reference with
 requires_grad=True makes every parameter a leaf of autograd, and each
 rounding point then acts as a straight-through estimator (the rounded value
