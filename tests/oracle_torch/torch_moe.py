@@ -43,17 +43,19 @@ rounding flips that FP32-vs-FP64 differences cause upstream (torch_reference
 TOLERANCES): they move the router logits of later tokens by far more. The
 routing table measures them as torch_reference measures its floor, the
 emulated reference against itself with FP32-level noise on the embeddings:
-"drift" = max |delta z| reaches 2.6e-2 to 4.9e-2 under bf16 and 0.1 to 2.0
-under the fp8 recipes (flips feed on flips), and "flips" counts tokens whose
-choice the noise changed: 0 to 5 of 318-477 (token, layer) pairs under
-bf16, up to 31 under fp8, the first at position 2 to 43. No seed clears
-margins of that size at every pair, so these flips are treated like the
-rounding flips of the dense test: they stay rare and late, the mean error
-and the early-row exactness (torch_reference's MEAN_TOL, MIN_EXACT_EARLY)
-keep their values and are the sharp checks, and only the max-error bounds
-are loosened (MOE_MAX_TOL, MOE_PLAIN_TOL) to what a flipped expert costs on
-the floor. --reference-only runs exactly these criteria on the floor run in
-place of ours, so that the bounds are shown to admit FP32-level noise.
+"drift" = max |delta z| reaches 2.6e-2 to 4.9e-2 under bf16 and up to 2.0
+under the fp8 recipes (as little as 3.5e-5 under fp8-pow2, whose exact
+quotients leave little to flip; flips feed on flips), and "flips" counts
+tokens whose choice the noise changed: 0 to 5 of 318-477 (token, layer)
+pairs under bf16, up to 31 under fp8, the first at position 2 to 43. No seed
+clears margins of that size at every pair, so these flips are treated like
+the rounding flips of the dense test: they are rare and mostly late, the
+early-row exactness (MIN_EXACT_EARLY) and the fp8 mean bounds keep
+torch_reference's values and are the sharp checks, and the max-error bounds
+and the bf16 mean bound are loosened (MOE_BOUNDS) to what a flipped expert
+costs on the floor. --reference-only runs exactly these criteria on the
+floor run in place of ours, so that the bounds are shown to admit
+FP32-level noise.
 
 Exact ties (variant "tie"): two experts with identical router rows have
 exactly equal logits in exact arithmetic; the reference computes each distinct
@@ -69,7 +71,7 @@ required between the tied value and its distinct neighbours on both sides.
 Self-test (--self-test): the criteria must catch routing bugs. MUTANTS are
 references with one plausible bug each, judged as if they were ours; all
 fail (measured): ties to the highest index (variant tie; mean error 2.3e-2
-under bf16 and 2.4e-2 under fp8 against 1e-3 / 1.5e-2; its early rows still
+under bf16 and 2.4e-2 under fp8 against 3e-3 / 1.5e-2; its early rows still
 match 45-48%, so the mean is what catches it), norm_topk_prob inverted (mean
 1.9e-3, no early row exact), the router input left in FP32 instead of BF16
 (no early row exact under bf16 and fp8), and, under fp8, experts quantized
@@ -112,14 +114,17 @@ ROUTER_GAIN = 3.0
 MOE_SEQUENCE_LENGTHS = [1, 2, 3, 5, 8, 13, 37, 90]
 MIN_ROUTER_GAP = 1e-3
 TIE_MIN_STRADDLES = 20
-# Max-error bounds (errors relative to max |logit|), looser than the dense
-# families': see "Legitimate routing flips" above. Measured on the floor run
-# over the five variants: emulated max 0.103 (bf16) / 0.436 (fp8 recipes),
-# plain max 0.187 / 0.587; mean 6.1e-4 / 8.8e-3 against MEAN_TOL 1e-3 /
-# 1.5e-2, early rows exact >= 55% against MIN_EXACT_EARLY 40%.
+# Bounds on the errors relative to max |logit| (torch_reference's BOUNDS),
+# looser than the dense families' max and bf16 mean: see "Legitimate routing
+# flips" above. Measured on the floor run over the five variants and seven
+# noise samples (the test's and six more): emulated max 0.122 (bf16) / 0.445
+# (fp8 recipes), mean 1.1e-3 / 1.0e-2, early rows exact >= 52% against
+# MIN_EXACT_EARLY 40%; plain max 0.187 / 0.587 (test's sample). The mutants
+# stay caught (self-test above).
 FP8_RECIPES = [r for r in tr.RECIPES if r != "bf16"]
-MOE_MAX_TOL = dict({"bf16": 0.25}, **{r: 0.75 for r in FP8_RECIPES})
-MOE_PLAIN_TOL = dict({"bf16": 0.4}, **{r: 1.0 for r in FP8_RECIPES})
+MOE_BOUNDS = {"max": dict({"bf16": 0.25}, **{r: 0.75 for r in FP8_RECIPES}),
+              "mean": dict(tr.MEAN_TOL, bf16=3e-3),
+              "plain": dict({"bf16": 0.4}, **{r: 1.0 for r in FP8_RECIPES})}
 
 
 def moe_config(**overrides):
@@ -387,7 +392,7 @@ def self_test():
         def ours_for(recipe):
             return torch.cat([model.forward(s, recipe, emulate=True) for s in sequences])
         rows, caught = tr.compare_logits(f"{variant}:{mutant.__name__}", config, sequences, references, ours_for,
-                                         MOE_MAX_TOL, MOE_PLAIN_TOL)
+                                         MOE_BOUNDS)
         all_rows += rows
         print(f"mutant '{description}' on {variant}: " + (f"caught, {len(caught)} failure(s), e.g. {caught[0]}"
                                                          if caught else "NOT CAUGHT"))
@@ -416,8 +421,7 @@ def run_variant(name, args, workdir):
             return references[recipe][1]
     else:
         ours_for = tr.dump_logits_runner(args.dump_logits, folder, sequences, workdir)
-    rows, compare_failures = tr.compare_logits(family, config, sequences, references, ours_for, MOE_MAX_TOL,
-                                               MOE_PLAIN_TOL)
+    rows, compare_failures = tr.compare_logits(family, config, sequences, references, ours_for, MOE_BOUNDS)
     return rows, failures + compare_failures
 
 
@@ -451,7 +455,7 @@ def main():
         return 0 if seed is not None else 1
     if args.self_test:
         rows, failures = self_test()
-        return tr.report(rows, failures, lambda rows: tr.print_table(rows, MOE_MAX_TOL, MOE_PLAIN_TOL))
+        return tr.report(rows, failures, lambda rows: tr.print_table(rows, MOE_BOUNDS))
     if not args.reference_only and not args.dump_logits:
         parser.error("--dump-logits or --reference-only is required")
     variants = list(VARIANTS) if args.variant == "all" else [args.variant]
@@ -461,7 +465,7 @@ def main():
             rows, failures = run_variant(name, args, workdir)
             all_rows += rows
             all_failures += failures
-    return tr.report(all_rows, all_failures, lambda rows: tr.print_table(rows, MOE_MAX_TOL, MOE_PLAIN_TOL) if rows else None)
+    return tr.report(all_rows, all_failures, lambda rows: tr.print_table(rows, MOE_BOUNDS) if rows else None)
 
 
 if __name__ == "__main__":

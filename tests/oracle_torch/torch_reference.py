@@ -96,6 +96,8 @@ MEAN_TOL = {"bf16": 1e-3, "fp8": 1.5e-2, "fp8-pow2": 1.5e-2, "fp8-kv": 1.5e-2, "
 # Against the plain float64 reference (no emulation): the recipes' own cost,
 # reported; bounded only loosely (measured 4.6e-3 and 9.0e-2), against gross errors.
 PLAIN_TOL = {"bf16": 0.03, "fp8": 0.2, "fp8-pow2": 0.2, "fp8-kv": 0.2, "fp8-kv-attn": 0.2, "fp8-edges": 0.2}
+# The three per-recipe bounds together, as compare_logits takes them.
+BOUNDS = {"max": MAX_TOL, "mean": MEAN_TOL, "plain": PLAIN_TOL}
 
 # Short sequences give many rows that no rounding flip has reached yet (see
 # "rows<1e-5"); long ones exercise attention over more than 128 keys and a
@@ -549,10 +551,10 @@ def dump_logits_runner(dump_logits, folder, sequences, workdir):
     return run
 
 
-def compare_logits(family, config, sequences, references, ours_for, max_tol=MAX_TOL, plain_tol=PLAIN_TOL):
+def compare_logits(family, config, sequences, references, ours_for, bounds=BOUNDS):
     """Judges ours_for(recipe) (dump_logits_runner's result) against the
     references (reference_logits' result) for every recipe they hold
-    (TOLERANCES; max_tol and plain_tol replace MAX_TOL and PLAIN_TOL).
+    (TOLERANCES; bounds: the per-recipe max, mean and plain bounds).
     Returns (table rows, failure messages)."""
     positions = np.concatenate([np.arange(len(s)) for s in sequences])
     early = positions < EARLY_POSITIONS
@@ -584,21 +586,21 @@ def compare_logits(family, config, sequences, references, ours_for, max_tol=MAX_
                          floor_mean=floor_mean, exact_early=exact_early, exact_all=(row_error <= EXACT).mean(),
                          p_rel=p_rel, p_mean=p_mean, top1=top1))
         worst_row, worst_col = divmod(int((ours - emulated).abs().argmax()), vocab)
-        if not e_rel <= max_tol[recipe]:
+        if not e_rel <= bounds["max"][recipe]:
             failures.append(f"{name}: max error {e_rel:.3g} (abs {e_abs:.3g}, at token {worst_row}, logit "
-                            f"{worst_col}) vs the emulated reference exceeds {max_tol[recipe]:.3g}")
-        if not e_mean <= MEAN_TOL[recipe]:
-            failures.append(f"{name}: mean error {e_mean:.3g} vs the emulated reference exceeds {MEAN_TOL[recipe]:.3g}")
+                            f"{worst_col}) vs the emulated reference exceeds {bounds['max'][recipe]:.3g}")
+        if not e_mean <= bounds["mean"][recipe]:
+            failures.append(f"{name}: mean error {e_mean:.3g} vs the emulated reference exceeds {bounds['mean'][recipe]:.3g}")
         if not exact_early >= MIN_EXACT_EARLY:
             failures.append(f"{name}: only {exact_early:.0%} of the rows at positions < {EARLY_POSITIONS} match the "
                             f"emulated reference to {EXACT:g} (at least {MIN_EXACT_EARLY:.0%} expected): a rounding "
                             f"point, scale or layer assignment differs")
-        if not p_rel <= plain_tol[recipe]:
-            failures.append(f"{name}: max error {p_rel:.3g} vs the plain float64 reference exceeds {plain_tol[recipe]:.3g}")
+        if not p_rel <= bounds["plain"][recipe]:
+            failures.append(f"{name}: max error {p_rel:.3g} vs the plain float64 reference exceeds {bounds['plain'][recipe]:.3g}")
     return rows, failures
 
 
-def print_table(rows, max_tol=MAX_TOL, plain_tol=PLAIN_TOL):
+def print_table(rows, bounds=BOUNDS):
     print("Logits of our forward (CPU backend) vs PyTorch float64, errors relative to max |logit|.")
     print("  emulated: float64 + the recipe's BF16/E4M3 rounding points; floor: that reference vs itself with")
     print(f"  FP32-level noise ({NOISE:g}) on the embeddings; exact: rows within {EXACT:g} (positions < "
@@ -611,9 +613,10 @@ def print_table(rows, max_tol=MAX_TOL, plain_tol=PLAIN_TOL):
         print(f"{r['family']:{width}} {r['recipe']:12} {r['scale']:10.3f} | {r['e_rel']:12.2e} {r['e_mean']:8.1e} | "
               f"{r['floor_max']:9.2e} {r['floor_mean']:8.1e} | {r['exact_early']:4.0%}/{r['exact_all']:3.0%} | "
               f"{r['p_rel']:9.2e} {r['p_mean']:8.1e} {r['top1']:6.1%}")
-    print(f"Asserted: emulated max <= {max_tol['bf16']:g} (bf16) / {max_tol['fp8']:g} (fp8 recipes), mean <= "
-          f"{MEAN_TOL['bf16']:g} / {MEAN_TOL['fp8']:g}, exact rows at positions < {EARLY_POSITIONS} >= "
-          f"{MIN_EXACT_EARLY:.0%}; plain max <= {plain_tol['bf16']:g} / {plain_tol['fp8']:g}.")
+    top, mean, plain = bounds["max"], bounds["mean"], bounds["plain"]
+    print(f"Asserted: emulated max <= {top['bf16']:g} (bf16) / {top['fp8']:g} (fp8 recipes), mean <= "
+          f"{mean['bf16']:g} / {mean['fp8']:g}, exact rows at positions < {EARLY_POSITIONS} >= "
+          f"{MIN_EXACT_EARLY:.0%}; plain max <= {plain['bf16']:g} / {plain['fp8']:g}.")
 
 
 def main():
