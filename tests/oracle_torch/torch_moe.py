@@ -101,7 +101,7 @@ import sys
 import tempfile
 
 import torch_reference as tr  # noqa: E402  (exits 77 when torch is missing)
-from torch_reference import F64, np, torch  # noqa: E402
+from torch_reference import np, torch  # noqa: E402
 
 # Router weights N(0, (ROUTER_GAIN / sqrt(hidden))^2): router logits of spread
 # ~ROUTER_GAIN, so that gaps between neighbouring logits are mostly O(1) and
@@ -225,7 +225,7 @@ def boundary_gaps(z, k):
 class MoeReference(tr.Reference):
     """torch_reference.Reference with the sparse layers' experts. After each
     forward, self.routes holds per sparse layer (layer, z [T, experts] router
-    logits, chosen [T, k] expert indices)."""
+    logits, chosen [T, k] expert indices, arith [T] FP32 error bound of z)."""
 
     def __init__(self, config, weights, requires_grad=False):
         super().__init__(config, weights, requires_grad)
@@ -247,7 +247,7 @@ class MoeReference(tr.Reference):
         first = [int((inverse == u).nonzero()[0]) for u in range(rows.shape[0])]
         z = (x @ router[first].T)[:, inverse]                     # [T, experts]
         probs = torch.softmax(z, dim=1)                           # [T, experts]
-        chosen = self.top_k(z.detach(), k)                        # [T, k]
+        chosen = self.top_k(z.detach(), k)                        # [T, k]; softmax keeps z's order and ties
         weights = self.expert_weights(probs, chosen)              # [T, k]
         # Worst-case error of an FP32 dot product of length n: gamma_n sum |w x|.
         n = x.shape[1]
@@ -323,11 +323,12 @@ def routing_report(config, reference, sequences, tied, seed):
 
 def print_routing(name, rows):
     print(f"{name}: routing of the emulated references, per recipe: min gap at the top-k boundary (asserted >= "
-          f"{MIN_ROUTER_GAP:g}), drift (max |delta z| under FP32-level noise), tokens whose choice the noise flips")
+          f"{MIN_ROUTER_GAP:g}), arith (worst-case FP32 error of the router logits), drift (max |delta z| under "
+          f"FP32-level noise), tokens whose choice the noise flips")
     for r in rows:
         tie = f", tied pair split {r['straddles']} times" if r["straddles"] else ""
-        print(f"  {r['recipe']:12} gap {r['min_gap']:.3e}  arith {r['arith']:.1e}  drift {r['drift']:.2e}  flips {r['flips']}  "
-              f"({r['instances']} token-layer pairs{tie})")
+        print(f"  {r['recipe']:12} gap {r['min_gap']:.3e}  arith {r['arith']:.1e}  drift {r['drift']:.2e}  "
+              f"flips {r['flips']}  ({r['instances']} token-layer pairs{tie})")
 
 
 # ------------------------------------------------------------- self-test ---

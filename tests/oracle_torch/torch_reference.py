@@ -590,13 +590,15 @@ def compare_logits(family, config, sequences, references, ours_for, bounds=BOUND
             failures.append(f"{name}: max error {e_rel:.3g} (abs {e_abs:.3g}, at token {worst_row}, logit "
                             f"{worst_col}) vs the emulated reference exceeds {bounds['max'][recipe]:.3g}")
         if not e_mean <= bounds["mean"][recipe]:
-            failures.append(f"{name}: mean error {e_mean:.3g} vs the emulated reference exceeds {bounds['mean'][recipe]:.3g}")
+            failures.append(f"{name}: mean error {e_mean:.3g} vs the emulated reference exceeds "
+                            f"{bounds['mean'][recipe]:.3g}")
         if not exact_early >= MIN_EXACT_EARLY:
             failures.append(f"{name}: only {exact_early:.0%} of the rows at positions < {EARLY_POSITIONS} match the "
                             f"emulated reference to {EXACT:g} (at least {MIN_EXACT_EARLY:.0%} expected): a rounding "
                             f"point, scale or layer assignment differs")
         if not p_rel <= bounds["plain"][recipe]:
-            failures.append(f"{name}: max error {p_rel:.3g} vs the plain float64 reference exceeds {bounds['plain'][recipe]:.3g}")
+            failures.append(f"{name}: max error {p_rel:.3g} vs the plain float64 reference exceeds "
+                            f"{bounds['plain'][recipe]:.3g}")
     return rows, failures
 
 
