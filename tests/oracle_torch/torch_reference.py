@@ -35,6 +35,10 @@ Rounding points (kernels/transformer_ops.h, kernels/common/attention_math.h):
 The E4M3 and BF16 roundings are implemented here from frexp and np.round
 (round half to even), independently of the C++ code.
 
+torch_moe.py extends this model and comparison to Qwen3-MoE (router, top-k
+experts, dense layers by mlp_only_layers / decoder_sparse_step) through
+Reference.mlp, reference_logits and compare_logits.
+
 torch_grads.py reuses this model for the gradient oracles: Reference with
 requires_grad=True makes every parameter a leaf of autograd, and each
 rounding point then acts as a straight-through estimator (the rounded value
@@ -92,6 +96,8 @@ MEAN_TOL = {"bf16": 1e-3, "fp8": 1.5e-2, "fp8-pow2": 1.5e-2, "fp8-kv": 1.5e-2, "
 # Against the plain float64 reference (no emulation): the recipes' own cost,
 # reported; bounded only loosely (measured 4.6e-3 and 9.0e-2), against gross errors.
 PLAIN_TOL = {"bf16": 0.03, "fp8": 0.2, "fp8-pow2": 0.2, "fp8-kv": 0.2, "fp8-kv-attn": 0.2, "fp8-edges": 0.2}
+# The three per-recipe bounds together, as compare_logits takes them.
+BOUNDS = {"max": MAX_TOL, "mean": MEAN_TOL, "plain": PLAIN_TOL}
 
 # Short sequences give many rows that no rounding flip has reached yet (see
 # "rows<1e-5"); long ones exercise attention over more than 128 keys and a
@@ -107,7 +113,7 @@ GAIN = {"qk": 1.0, "gate": 1.0, "head": 1.0, "embed": 1.0, "bias": 0.5}
 def base_config(model_type, **overrides):
     config = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                           "qwen3": "Qwen3ForCausalLM"}[model_type]],
+                           "qwen3": "Qwen3ForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM"}[model_type]],
         "model_type": model_type,
         "vocab_size": 300,
         "hidden_size": 160,
@@ -183,7 +189,7 @@ def random_weights(config, seed, gains=None):
             w[p + "self_attn.q_proj.bias"] = normal((heads * head_dim,), gain["bias"])
             w[p + "self_attn.k_proj.bias"] = normal((kv_heads * head_dim,), gain["bias"])
             w[p + "self_attn.v_proj.bias"] = normal((kv_heads * head_dim,), gain["bias"])
-        if family == "qwen3":
+        if family in ("qwen3", "qwen3_moe"):
             w[p + "self_attn.q_norm.weight"] = normal((head_dim,), 0.2, 1.5)
             w[p + "self_attn.k_norm.weight"] = normal((head_dim,), 0.2, 1.5)
         w[p + "mlp.gate_proj.weight"] = linear(inter, hidden, gain["gate"])
@@ -437,6 +443,18 @@ class Reference:
             out = torch.einsum("htu,uhd->thd", p_hat, v) / total.permute(1, 0, 2)
         return out.reshape(t, -1)
 
+    def mlp(self, h, layer, linear, emulate, pow2):
+        """The SwiGLU MLP of layer `layer`: h [T, hidden] -> [T, hidden]. A
+        method so that the MoE reference (torch_moe.py) can replace it."""
+        p = f"model.layers.{layer}.mlp."
+        return self.swiglu(h, p, linear, emulate, pow2)
+
+    def swiglu(self, h, p, linear, emulate, pow2):
+        """down(silu(gate(h)) * up(h)) with the linears p + gate_proj etc."""
+        gate = self.linear(h, p + "gate_proj", linear, emulate, pow2)  # [T, inter]
+        up = self.linear(h, p + "up_proj", linear, emulate, pow2)      # [T, inter]
+        return self.linear(torch.nn.functional.silu(gate) * up, p + "down_proj", linear, emulate, pow2)
+
     def forward(self, tokens, recipe, emulate, noise=None):
         """Logits [T, vocab] of one sequence. noise (a torch.Generator)
         perturbs the embeddings by a relative NOISE, about what FP32
@@ -466,9 +484,7 @@ class Reference:
             a = self.attention(q, k, v, kv, math_mode, emulate)
             x = x + self.linear(a, p + "self_attn.o_proj", linear, emulate, pow2, bias=True)
             h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-            gate = self.linear(h, p + "mlp.gate_proj", linear, emulate, pow2)
-            up = self.linear(h, p + "mlp.up_proj", linear, emulate, pow2)
-            x = x + self.linear(torch.nn.functional.silu(gate) * up, p + "mlp.down_proj", linear, emulate, pow2)
+            x = x + self.mlp(h, i, linear, emulate, pow2)
         h = rms_norm(x, w["model.norm.weight"], eps)
         if emulate:
             h = straight_through(bf16, h)
@@ -485,45 +501,80 @@ def errors(ours, ref):
     return diff.max().item(), diff.max().item() / scale, diff.mean().item() / scale
 
 
+def random_sequences(config, seed, lengths=SEQUENCE_LENGTHS):
+    """Token sequences of the given lengths drawn uniformly from the vocabulary."""
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, config["vocab_size"], (n,), generator=g).tolist() for n in lengths]
+
+
+def reference_logits(reference, sequences, recipes, seed):
+    """The references compare_logits judges against, all [tokens, vocab]:
+    {"plain": float64 without rounding, recipe: (emulated, perturbed)}, where
+    perturbed is emulated with FP32-level noise on the embeddings (the floor)."""
+    result = {"plain": torch.cat([reference.forward(s, "bf16", emulate=False) for s in sequences])}
+    for recipe in recipes:
+        emulated = torch.cat([reference.forward(s, recipe, emulate=True) for s in sequences])
+        noise = torch.Generator().manual_seed(seed + 100)
+        perturbed = torch.cat([reference.forward(s, recipe, emulate=True, noise=noise) for s in sequences])
+        result[recipe] = (emulated, perturbed)
+    return result
+
+
 def run_family(family, dump_logits, workdir, seed):
     config = FAMILIES[family]
     weights = random_weights(config, seed)
     folder = os.path.join(workdir, family)
     write_folder(folder, config, weights)
+    sequences = random_sequences(config, seed + 1)
+    references = reference_logits(Reference(config, weights), sequences, RECIPES, seed)
+    return compare_logits(family, config, sequences, references,
+                          dump_logits_runner(dump_logits, folder, sequences, workdir))
 
-    g = torch.Generator().manual_seed(seed + 1)
-    sequences = [torch.randint(0, config["vocab_size"], (n,), generator=g).tolist() for n in SEQUENCE_LENGTHS]
+
+def dump_logits_runner(dump_logits, folder, sequences, workdir):
+    """recipe -> our logits [tokens, vocab] of the sequences (dump_logits on
+    the folder), or a message saying why there are none."""
+    lengths = [len(s) for s in sequences]
     tokens = np.array([x for s in sequences for x in s], dtype="<i4")
-    offsets = np.cumsum([0] + SEQUENCE_LENGTHS).astype("<i8")
+    offsets = np.cumsum([0] + lengths).astype("<i8")
     tokens_path, offsets_path = os.path.join(workdir, "tokens.bin"), os.path.join(workdir, "offsets.bin")
     tokens.tofile(tokens_path)
     offsets.tofile(offsets_path)
 
-    positions = np.concatenate([np.arange(n) for n in SEQUENCE_LENGTHS])
-    early = positions < EARLY_POSITIONS
-    reference = Reference(config, weights)
-    plain = torch.cat([reference.forward(s, "bf16", emulate=False) for s in sequences])
-    vocab = config["vocab_size"]
-    rows, failures = [], []
-    for recipe in RECIPES:
-        name = f"{family}/{recipe}"
-        out = os.path.join(workdir, f"{family}-{recipe}.bin")
+    def run(recipe):
+        out = os.path.join(workdir, f"{os.path.basename(folder)}-{recipe}.bin")
         result = subprocess.run([dump_logits, folder, recipe, tokens_path, offsets_path, out],
                                 capture_output=True, text=True)
         if result.returncode != 0:
-            failures.append(f"{name}: dump_logits exited {result.returncode}: {result.stderr.strip()}")
+            return f"dump_logits exited {result.returncode}: {result.stderr.strip()}"
+        return torch.from_numpy(np.fromfile(out, dtype="<f4").astype(np.float64))
+    return run
+
+
+def compare_logits(family, config, sequences, references, ours_for, bounds=BOUNDS):
+    """Judges ours_for(recipe) (dump_logits_runner's result) against the
+    references (reference_logits' result) for every recipe they hold
+    (TOLERANCES; bounds: the per-recipe max, mean and plain bounds).
+    Returns (table rows, failure messages)."""
+    positions = np.concatenate([np.arange(len(s)) for s in sequences])
+    early = positions < EARLY_POSITIONS
+    plain = references["plain"]
+    tokens, vocab = len(positions), config["vocab_size"]
+    rows, failures = [], []
+    for recipe in [r for r in references if r != "plain"]:
+        name = f"{family}/{recipe}"
+        ours = ours_for(recipe)
+        if isinstance(ours, str):
+            failures.append(f"{name}: {ours}")
             continue
-        ours = torch.from_numpy(np.fromfile(out, dtype="<f4").astype(np.float64))
-        if ours.numel() != len(tokens) * vocab:
-            failures.append(f"{name}: {ours.numel()} logits, expected {len(tokens) * vocab}")
+        if ours.numel() != tokens * vocab:
+            failures.append(f"{name}: {ours.numel()} logits, expected {tokens * vocab}")
             continue
-        ours = ours.reshape(len(tokens), vocab)
+        ours = ours.reshape(tokens, vocab)
         if not torch.isfinite(ours).all():
             failures.append(f"{name}: non-finite logits")
             continue
-        emulated = torch.cat([reference.forward(s, recipe, emulate=True) for s in sequences])
-        noise = torch.Generator().manual_seed(seed + 100)
-        perturbed = torch.cat([reference.forward(s, recipe, emulate=True, noise=noise) for s in sequences])
+        emulated, perturbed = references[recipe]
         _, floor_max, floor_mean = errors(perturbed, emulated)
         e_abs, e_rel, e_mean = errors(ours, emulated)
         _, p_rel, p_mean = errors(ours, plain)
@@ -535,35 +586,39 @@ def run_family(family, dump_logits, workdir, seed):
                          floor_mean=floor_mean, exact_early=exact_early, exact_all=(row_error <= EXACT).mean(),
                          p_rel=p_rel, p_mean=p_mean, top1=top1))
         worst_row, worst_col = divmod(int((ours - emulated).abs().argmax()), vocab)
-        if not e_rel <= MAX_TOL[recipe]:
+        if not e_rel <= bounds["max"][recipe]:
             failures.append(f"{name}: max error {e_rel:.3g} (abs {e_abs:.3g}, at token {worst_row}, logit "
-                            f"{worst_col}) vs the emulated reference exceeds {MAX_TOL[recipe]:.3g}")
-        if not e_mean <= MEAN_TOL[recipe]:
-            failures.append(f"{name}: mean error {e_mean:.3g} vs the emulated reference exceeds {MEAN_TOL[recipe]:.3g}")
+                            f"{worst_col}) vs the emulated reference exceeds {bounds['max'][recipe]:.3g}")
+        if not e_mean <= bounds["mean"][recipe]:
+            failures.append(f"{name}: mean error {e_mean:.3g} vs the emulated reference exceeds "
+                            f"{bounds['mean'][recipe]:.3g}")
         if not exact_early >= MIN_EXACT_EARLY:
             failures.append(f"{name}: only {exact_early:.0%} of the rows at positions < {EARLY_POSITIONS} match the "
                             f"emulated reference to {EXACT:g} (at least {MIN_EXACT_EARLY:.0%} expected): a rounding "
                             f"point, scale or layer assignment differs")
-        if not p_rel <= PLAIN_TOL[recipe]:
-            failures.append(f"{name}: max error {p_rel:.3g} vs the plain float64 reference exceeds {PLAIN_TOL[recipe]:.3g}")
+        if not p_rel <= bounds["plain"][recipe]:
+            failures.append(f"{name}: max error {p_rel:.3g} vs the plain float64 reference exceeds "
+                            f"{bounds['plain'][recipe]:.3g}")
     return rows, failures
 
 
-def print_table(rows):
+def print_table(rows, bounds=BOUNDS):
     print("Logits of our forward (CPU backend) vs PyTorch float64, errors relative to max |logit|.")
     print("  emulated: float64 + the recipe's BF16/E4M3 rounding points; floor: that reference vs itself with")
     print(f"  FP32-level noise ({NOISE:g}) on the embeddings; exact: rows within {EXACT:g} (positions < "
           f"{EARLY_POSITIONS} / all);")
     print("  plain: float64 without rounding (what the recipe costs); top1: argmax agreement with plain.")
-    print(f"{'model':8} {'recipe':12} {'max|logit|':>10} | {'emulated max':>12} {'mean':>8} | {'floor max':>9} "
+    width = max([8] + [len(r["family"]) for r in rows])
+    print(f"{'model':{width}} {'recipe':12} {'max|logit|':>10} | {'emulated max':>12} {'mean':>8} | {'floor max':>9} "
           f"{'mean':>8} | {'exact':>9} | {'plain max':>9} {'mean':>8} {'top1':>6}")
     for r in rows:
-        print(f"{r['family']:8} {r['recipe']:12} {r['scale']:10.3f} | {r['e_rel']:12.2e} {r['e_mean']:8.1e} | "
+        print(f"{r['family']:{width}} {r['recipe']:12} {r['scale']:10.3f} | {r['e_rel']:12.2e} {r['e_mean']:8.1e} | "
               f"{r['floor_max']:9.2e} {r['floor_mean']:8.1e} | {r['exact_early']:4.0%}/{r['exact_all']:3.0%} | "
               f"{r['p_rel']:9.2e} {r['p_mean']:8.1e} {r['top1']:6.1%}")
-    print(f"Asserted: emulated max <= {MAX_TOL['bf16']:g} (bf16) / {MAX_TOL['fp8']:g} (fp8 recipes), mean <= "
-          f"{MEAN_TOL['bf16']:g} / {MEAN_TOL['fp8']:g}, exact rows at positions < {EARLY_POSITIONS} >= "
-          f"{MIN_EXACT_EARLY:.0%}; plain max <= {PLAIN_TOL['bf16']:g} / {PLAIN_TOL['fp8']:g}.")
+    top, mean, plain = bounds["max"], bounds["mean"], bounds["plain"]
+    print(f"Asserted: emulated max <= {top['bf16']:g} (bf16) / {top['fp8']:g} (fp8 recipes), mean <= "
+          f"{mean['bf16']:g} / {mean['fp8']:g}, exact rows at positions < {EARLY_POSITIONS} >= "
+          f"{MIN_EXACT_EARLY:.0%}; plain max <= {plain['bf16']:g} / {plain['fp8']:g}.")
 
 
 def main():
