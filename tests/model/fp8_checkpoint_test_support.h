@@ -4,7 +4,6 @@
 #pragma once
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "core/policy/compiled_model.h"
 #include "core/policy/policy.h"
 #include "model/checkpoint_test_support.h"
+#include "model/same_files.h"
 
 namespace fp8rl::test {
 
@@ -79,20 +79,6 @@ inline std::map<std::string, CopyBits> fp8_copy_bits(policy::Policy& policy) {
     out.emplace(names.at(copy.master), std::move(bits));
   }
   return out;
-}
-
-// Every file of two folders, byte for byte (names and contents).
-inline void check_same_files(const std::string& a, const std::string& b) {
-  std::vector<std::string> files_a, files_b;
-  for (const auto& entry : std::filesystem::directory_iterator(a)) files_a.push_back(entry.path().filename().string());
-  for (const auto& entry : std::filesystem::directory_iterator(b)) files_b.push_back(entry.path().filename().string());
-  std::sort(files_a.begin(), files_a.end());
-  std::sort(files_b.begin(), files_b.end());
-  REQUIRE(files_a == files_b);
-  for (const std::string& file : files_a) {
-    CAPTURE(file);
-    CHECK(read_bytes(a + "/" + file) == read_bytes(b + "/" + file));
-  }
 }
 
 }  // namespace fp8rl::test
