@@ -49,6 +49,8 @@ std::vector<CorruptCase> corrupt_cases() {
       {"no_block_size", Status::unsupported, {"config.json", "no weight_block_size"}},
       {"fmt:e5m2", Status::unsupported, {"config.json", "fmt \"e5m2\""}},
       {"activation_scheme:static", Status::unsupported, {"config.json", "activation_scheme \"static\""}},
+      {"block_not_pair", Status::corrupt_data, {"config.json", "weight_block_size", "pair of integers"}},
+      {"modules_not_names", Status::corrupt_data, {"config.json", "modules_to_not_convert"}},
   };
 }
 

@@ -116,7 +116,7 @@ TEST_CASE("FP8 checkpoint: logits equal those of the dequantized weights where t
   }
 }
 
-TEST_CASE("FP8 checkpoint: a BF16 recipe runs the dequantized masters; linears a recipe keeps BF16 too") {
+TEST_CASE("FP8 checkpoint: a BF16 recipe runs the dequantized masters, and so do linears a recipe keeps BF16") {
   TempDir temp;
   const Fp8Folder folder = make_fp8_folders(temp, {{"qwen3_wide", "single", "BF16"}})[0];
   Context context(cpu_request(2), Logger());

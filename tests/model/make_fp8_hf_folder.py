@@ -35,7 +35,8 @@ the tensor list come from make_hf_folder.py, nothing from the C++ code).
                                    it unquantized (a norm, the embeddings) or
                                    modules_to_not_convert lists it
                 quant_method:M | block:B (weight_block_size [B, B]) |
-                fmt:F | activation_scheme:A | no_block_size | no_quant_config
+                fmt:F | activation_scheme:A | no_block_size | no_quant_config |
+                block_not_pair ([128]) | modules_not_names (["lm_head", 3])
       EXPECTED_DIR receives names.txt (every tensor the model has),
       quantized.txt (those stored quantized), NAME.f32 (the masters a loader
       must produce: float32(decode(code)) * float32(scale) for quantized
@@ -126,6 +127,10 @@ def quantization_config(config, corruption):
         quantization["weight_block_size"] = [int(value), int(value)]
     elif kind == "no_block_size":
         del quantization["weight_block_size"]
+    elif kind == "block_not_pair":
+        quantization["weight_block_size"] = [128]
+    elif kind == "modules_not_names":
+        quantization["modules_to_not_convert"] = ["lm_head", 3]
     return quantization
 
 
