@@ -96,12 +96,14 @@ Fp8Weight read_fp8_weight(const std::string& name, const std::vector<int64_t>& s
 
 void dequantize_fp8_weight(const Fp8Weight& weight, const std::vector<int64_t>& shape, HostTensor& out) {
   const int64_t rows = shape[0], cols = shape[1];
+  const int64_t block_cols = scale_shape(BlockLayout::block_128x128, rows, cols).cols;
   out.shape = shape;
   out.data.resize(weight.codes.size());
   for (int64_t row = 0; row < rows; ++row) {
+    const float* scales = weight.scales.data() + row / kQuantBlock * block_cols;  // this row's blocks
     for (int64_t col = 0; col < cols; ++col) {
-      const float scale = weight.scales[scale_index(BlockLayout::block_128x128, rows, cols, row, col)];
-      out.data[row * cols + col] = dequantize_value(weight.codes[row * cols + col], scale, Fp8Format::e4m3);
+      out.data[row * cols + col] =
+          dequantize_value(weight.codes[row * cols + col], scales[col / kQuantBlock], Fp8Format::e4m3);
     }
   }
 }
