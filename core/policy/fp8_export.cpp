@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/model/fp8_checkpoint.h"
+#include "core/model/fp8_weight.h"
 #include "core/model/hf_folder_writer.h"
 #include "core/policy/compiled_model.h"
 #include "core/policy/device_array.h"
@@ -25,13 +26,8 @@ std::vector<uint8_t> as_bytes(const std::vector<T>& values) {
   return bytes;
 }
 
-struct QuantizedWeight {
-  std::vector<uint8_t> codes;  // [rows, cols] E4M3
-  std::vector<float> scales;   // [ceil(rows / 128), ceil(cols / 128)]
-};
-
 // On the policy's backend, with the same call its FP8 compute copies use.
-QuantizedWeight quantize_weight(Backend& backend, const model::HostTensor& weight, ScaleFormat scale_format) {
+model::Fp8Weight quantize_weight(Backend& backend, const model::HostTensor& weight, ScaleFormat scale_format) {
   QuantSpec spec;
   spec.layout = BlockLayout::block_128x128;
   spec.scale_format = scale_format;
@@ -41,23 +37,33 @@ QuantizedWeight quantize_weight(Backend& backend, const model::HostTensor& weigh
   DeviceArray<uint8_t> codes(backend, weight.data.size());
   DeviceArray<float> scales(backend, static_cast<size_t>(shape.count()));
   backend.quantize(master.data(), DType::f32, weight.rows(), weight.cols(), spec, codes.data(), scales.data());
-  QuantizedWeight result{std::vector<uint8_t>(codes.size()), std::vector<float>(scales.size())};
+  model::Fp8Weight result{std::vector<uint8_t>(codes.size()), std::vector<float>(scales.size())};
   codes.download(result.codes.data(), result.codes.size());
   scales.download(result.scales.data(), result.scales.size());
   return result;
 }
 
 // An FP8 compute copy as it is on the backend.
-QuantizedWeight download_copy(Backend& backend, const ComputeCopy& copy) {
-  QuantizedWeight result{std::vector<uint8_t>(static_cast<size_t>(copy.rows * copy.cols)),
-                         std::vector<float>(copy.scale_bytes_before(copy.rows) / sizeof(float))};
+model::Fp8Weight download_copy(Backend& backend, const ComputeCopy& copy) {
+  model::Fp8Weight result{std::vector<uint8_t>(static_cast<size_t>(copy.rows * copy.cols)),
+                          std::vector<float>(copy.scale_bytes_before(copy.rows) / sizeof(float))};
   backend.download(result.codes.data(), copy.values, result.codes.size());
   backend.download(result.scales.data(), copy.scales, result.scales.size() * sizeof(float));
   return result;
 }
 
+// Whether `quantized` dequantizes to the masters bit for bit: then it is
+// them, and writing it loses nothing (a copy loaded from an FP8 checkpoint);
+// a copy that lags the masters (trained, not yet recalibrated) is not.
+bool holds_exactly(const model::Fp8Weight& quantized, const model::HostTensor& weight) {
+  model::HostTensor values;
+  model::dequantize_fp8_weight(quantized, weight.shape, values);
+  return std::memcmp(values.data.data(), weight.data.data(), weight.data.size() * sizeof(float)) == 0;
+}
+
 // A weight's codes and scales, made once when its shard is written (the
-// codes and the scales tensor may be asked for in either order).
+// codes and the scales tensor may be asked for in either order): its FP8
+// compute copy when that holds the masters exactly, else the masters quantized.
 class LazyQuantized {
  public:
   LazyQuantized(Backend& backend, const model::HostTensor& weight, const ComputeCopy* fp8_copy,
@@ -66,9 +72,12 @@ class LazyQuantized {
     if (fp8_copy != nullptr) copy_ = *fp8_copy;
   }
 
-  const QuantizedWeight& get() {
-    if (!done_) result_ = copy_.kind == ComputeCopy::Kind::fp8 ? download_copy(backend_, copy_)
-                                                               : quantize_weight(backend_, weight_, scale_format_);
+  const model::Fp8Weight& get() {
+    if (done_) return result_;
+    if (copy_.kind == ComputeCopy::Kind::fp8) result_ = download_copy(backend_, copy_);
+    if (copy_.kind != ComputeCopy::Kind::fp8 || !holds_exactly(result_, weight_)) {
+      result_ = quantize_weight(backend_, weight_, scale_format_);
+    }
     done_ = true;
     return result_;
   }
@@ -78,7 +87,7 @@ class LazyQuantized {
   const model::HostTensor& weight_;
   ComputeCopy copy_;  // kind fp8 when the weight has an FP8 compute copy
   ScaleFormat scale_format_;
-  QuantizedWeight result_;
+  model::Fp8Weight result_;
   bool done_ = false;
 };
 

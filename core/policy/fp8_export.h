@@ -8,11 +8,12 @@
 // embeddings, norms, biases and the head stay BF16. config.json gains
 // model::fp8_quantization_config_json().
 //
-// A weight whose compute copy is FP8 is written as that copy, bit for bit
-// (what the policy runs, which for a policy loaded from an FP8 checkpoint is
-// what it loaded); any other is quantized from its FP32 masters with the
-// recipe's scale format, as an FP8 compute copy would be. So export ->
-// load -> export writes the same bytes.
+// A weight whose FP8 compute copy holds its masters exactly (dequantizes to
+// them bit for bit, as a copy loaded from an FP8 checkpoint does) is written
+// as that copy; any other (no FP8 copy, or one that lags trained masters) is
+// quantized from its FP32 masters with the recipe's scale format, as an FP8
+// compute copy would be. So export -> load -> export writes the same bytes,
+// and an export always holds the current masters.
 #pragma once
 
 #include <cstdint>

@@ -162,6 +162,27 @@ TEST_CASE("FP8 checkpoint: export -> load -> export writes the same bytes, singl
   }
 }
 
+TEST_CASE("FP8 checkpoint: an export holds masters that moved since the compute copies were made") {
+  // As after a training step without recalibration: the stored bits no longer
+  // hold the masters, so the export quantizes the masters, as it would for a
+  // policy built from them.
+  TempDir temp;
+  const Fp8Folder folder = make_fp8_folders(temp, {Fp8FolderSpec{}})[0];
+  Context context(cpu_request(1), Logger());
+  auto loaded = load_policy(context, folder.model);
+  const std::string moved = "model.layers.0.mlp.up_proj.weight", kept = "model.layers.1.mlp.up_proj.weight";
+  loaded->host_tensors().layers[0].up_proj.data[7] += 0.25f;
+  policy::export_fp8_checkpoint(*loaded, temp.file("trained"));
+  policy::Policy fresh(context, loaded->params(), loaded->recipe());
+  policy::export_fp8_checkpoint(fresh, temp.file("fresh"));
+  const model::LoadedCheckpoint trained = model::load_hf_checkpoint(temp.file("trained"));
+  const model::LoadedCheckpoint reference = model::load_hf_checkpoint(temp.file("fresh"));
+  CHECK(trained.fp8_weights.at(moved).codes == reference.fp8_weights.at(moved).codes);
+  CHECK(trained.fp8_weights.at(moved).scales == reference.fp8_weights.at(moved).scales);
+  CHECK(trained.fp8_weights.at(kept).codes == read_bytes(folder.expected + "/" + kept + ".codes"));
+  CHECK(trained.fp8_weights.at(kept).scales != reference.fp8_weights.at(kept).scales);  // the stored bits, not these
+}
+
 TEST_CASE("FP8 checkpoint: modules_to_not_convert names modules by whole dotted parts") {
   model::Fp8QuantizationConfig config{{"lm_head", "mlp.gate", "model.layers.*.self_attn.o_proj"}};
   CHECK(config.excluding_entry("lm_head") != nullptr);

@@ -751,8 +751,9 @@ FP8RL_API fp8rl_status fp8rl_policy_save(fp8rl_policy* policy, const char* folde
  * Every linear projection is stored as an `F8_E4M3` `weight` plus an `F32`
  * `weight_scale_inv` of shape [ceil(out/128), ceil(in/128)] holding the
  * dequantization multipliers of its 128x128 blocks (weight ~= code * scale):
- * the policy's FP8 compute copy, bit for bit, where the recipe runs that
- * layer in FP8, else quantized from the FP32 master weights with the recipe's
+ * the policy's FP8 compute copy, bit for bit, where that copy holds the FP32
+ * master weights exactly (dequantizes to them, as after loading an FP8
+ * checkpoint), else quantized from the master weights with the recipe's
  * scale format, exactly as an FP8 compute copy would be. Embeddings, norms,
  * biases and the head are stored as BF16. `config.json` gains
  * `"quantization_config": {"quant_method": "fp8", "fmt": "e4m3",
