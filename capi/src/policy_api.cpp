@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "core/model/model_params.h"
 #include "core/policy/fingerprint.h"
 #include "core/policy/fp8_export.h"
+#include "core/policy/policy_load.h"
 #include "enum_mapping.h"
 #include "handles.h"
 #include "memory_report_convert.h"
@@ -22,12 +24,13 @@ namespace {
 
 // Builds the policy on the context (serialized with its other calls) and
 // hands out a handle; nothing is written to *out and nothing leaks on failure.
-void create_policy(fp8rl_context* context, fp8rl::model::ModelParams params, fp8rl_policy** out) {
+void create_policy(fp8rl_context* context, const std::function<std::unique_ptr<Policy>(fp8rl::Context&)>& build,
+                   fp8rl_policy** out) {
   auto& impl = context_of(context);
   std::unique_ptr<Policy> policy;
   {
     const std::lock_guard<std::mutex> lock(impl.mutex());
-    policy = std::make_unique<Policy>(impl, std::move(params));
+    policy = build(impl);
   }
   auto handle = std::make_unique<fp8rl_policy>();
   handle->context = context;
@@ -67,7 +70,9 @@ FP8RL_API fp8rl_status fp8rl_policy_create_random(fp8rl_context* context, const 
     context_of(context);
     fp8rl::require(out_policy != nullptr, "out_policy is NULL");
     const fp8rl::model::ModelConfig model_config = model_config_from(config, "config");
-    create_policy(context, fp8rl::model::random_model_params(model_config, seed), out_policy);
+    fp8rl::model::ModelParams params = fp8rl::model::random_model_params(model_config, seed);
+    create_policy(
+        context, [&](fp8rl::Context& impl) { return std::make_unique<Policy>(impl, std::move(params)); }, out_policy);
   });
 }
 
@@ -77,7 +82,12 @@ FP8RL_API fp8rl_status fp8rl_policy_load(fp8rl_context* context, const char* fol
     require_path(folder, "folder");
     fp8rl::require(out_policy != nullptr, "out_policy is NULL");
     // Reading the files needs no lock: only the policy's construction uses the backend.
-    create_policy(context, fp8rl::model::load_hf_model(folder), out_policy);
+    fp8rl::model::LoadedCheckpoint checkpoint = fp8rl::model::load_hf_checkpoint(folder);
+    const fp8rl::policy::Recipe recipe = fp8rl::policy::checkpoint_recipe(checkpoint);
+    create_policy(
+        context,
+        [&](fp8rl::Context& impl) { return fp8rl::policy::policy_from_checkpoint(impl, std::move(checkpoint), recipe); },
+        out_policy);
   });
 }
 

@@ -1,13 +1,18 @@
-// load_hf_model: config.json plus model.safetensors, or
+// load_hf_checkpoint: config.json plus model.safetensors, or
 // model.safetensors.index.json and the shards it names. Every file is opened
 // and its header checked before anything the config claims is allocated;
 // each tensor is then read with pread and converted to FP32 in chunks, so
-// peak memory is the FP32 model plus one chunk.
+// peak memory is the FP32 model plus one chunk, plus the E4M3 codes (a
+// quarter of the masters) of an FP8 checkpoint.
+#include "core/model/hf_checkpoint_load.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +21,7 @@
 #include "core/io/folder_lock.h"
 #include "core/io/regular_file.h"
 #include "core/io/safetensors.h"
+#include "core/model/fp8_checkpoint.h"
 #include "core/model/half_codec.h"
 #include "core/model/model_params.h"
 #include "core/model/model_params_detail.h"
@@ -130,6 +136,19 @@ void convert(const io::SafetensorsReader& reader, const io::SafetensorsTensor& s
   }
 }
 
+// non_finite naming the file, tensor and element for NaN or infinity.
+void check_finite(const std::string& where, const std::string& name, const HostTensor& tensor) {
+  for (size_t i = 0; i < tensor.data.size(); ++i) {
+    if (!std::isfinite(tensor.data[i])) {
+      const size_t cols = tensor.shape.size() == 2 ? static_cast<size_t>(tensor.shape[1]) : 0;
+      const std::string position =
+          cols ? " (row " + std::to_string(i / cols) + ", column " + std::to_string(i % cols) + ")" : "";
+      fail(Status::non_finite, where + ": tensor '" + name + "' element " + std::to_string(i) + position + " is " +
+                                   (std::isnan(tensor.data[i]) ? "NaN" : "infinite"));
+    }
+  }
+}
+
 // Checks one stored tensor against the config and converts it to FP32.
 void load_tensor(const io::SafetensorsReader& reader, const std::string& name, const std::vector<int64_t>& shape,
                  HostTensor& out) {
@@ -150,20 +169,67 @@ void load_tensor(const io::SafetensorsReader& reader, const std::string& name, c
     case io::DType::bf16: convert(reader, stored, out.data, [](uint16_t code) { return bf16_decode(code); }); break;
     default: convert(reader, stored, out.data, [](uint16_t code) { return half_decode(code); }); break;
   }
-  for (size_t i = 0; i < out.data.size(); ++i) {
-    if (!std::isfinite(out.data[i])) {
-      const size_t cols = shape.size() == 2 ? static_cast<size_t>(shape[1]) : 0;
-      const std::string position =
-          cols ? " (row " + std::to_string(i / cols) + ", column " + std::to_string(i % cols) + ")" : "";
-      fail(Status::non_finite, where + ": tensor '" + name + "' element " + std::to_string(i) + position + " is " +
-                                   (std::isnan(out.data[i]) ? "NaN" : "infinite"));
+  check_finite(where, name, out);
+}
+
+// Where the folder stores each tensor: the single file, or the shard the index names.
+class TensorLocator {
+ public:
+  TensorLocator(bool single, const WeightMap& map, const Shards& shards) : single_(single), map_(map), shards_(shards) {}
+
+  // corrupt_data naming the file (or the index) when the tensor is missing.
+  StoredTensor get(const std::string& name) const {
+    const StoredTensor stored = find(name);
+    if (stored.tensor != nullptr) return stored;
+    if (single_) corrupt(shards_.get(detail::kSingleFile).path(), "tensor '" + name + "' is missing");
+    corrupt(map_.index_path, "weight_map has no entry for tensor '" + name + "'");
+  }
+
+  // The tensor, or nulls when the folder has none of that name; corrupt_data
+  // when the index places it in a shard that lacks it.
+  StoredTensor find(const std::string& name) const {
+    std::string file = detail::kSingleFile;
+    if (!single_) {
+      const auto found = map_.files.find(name);
+      if (found == map_.files.end()) return {};
+      file = found->second;
     }
+    const io::SafetensorsReader& reader = shards_.get(file);
+    const io::SafetensorsTensor* tensor = reader.find(name);
+    if (tensor == nullptr && !single_) {
+      corrupt(reader.path(), "tensor '" + name + "' is missing (the index places it in this shard)");
+    }
+    return tensor ? StoredTensor{&reader, tensor} : StoredTensor{};
+  }
+
+ private:
+  bool single_;
+  const WeightMap& map_;
+  const Shards& shards_;
+};
+
+// A weight stored quantized must be one the checkpoint's quantization_config
+// and the layer table allow: corrupt_data naming the file and tensor otherwise.
+void check_may_be_quantized(const std::string& name, const StoredTensor& stored,
+                            const std::optional<Fp8QuantizationConfig>& quantization, bool eligible,
+                            const std::string& config_path) {
+  const std::string what = stored.file->path() + ": tensor '" + name + "' is stored FP8-quantized, but ";
+  if (!quantization) fail(Status::corrupt_data, what + config_path + " has no quantization_config");
+  if (!eligible) {
+    fail(Status::corrupt_data,
+         what + "fp8rl keeps it unquantized whatever the recipe (only linear projections run in FP8)");
+  }
+  const std::string module = name.substr(0, name.rfind('.'));  // without ".weight"
+  if (const std::string* entry = quantization->excluding_entry(module)) {
+    fail(Status::corrupt_data, what + config_path + " lists it in modules_to_not_convert (entry \"" + *entry + "\")");
   }
 }
 
 }  // namespace
 
-ModelParams load_hf_model(const std::string& folder_name) {
+ModelParams load_hf_model(const std::string& folder_name) { return load_hf_checkpoint(folder_name).params; }
+
+LoadedCheckpoint load_hf_checkpoint(const std::string& folder_name) {
   const fs::path folder(folder_name);
   std::error_code error;
   if (!fs::exists(folder, error)) fail(Status::io_error, folder_name + ": no such model folder");
@@ -175,8 +241,10 @@ ModelParams load_hf_model(const std::string& folder_name) {
 
   const io::FolderLock lock(folder_name, io::FolderLock::Mode::shared);  // no save mixes in meanwhile
 
-  ModelParams params;
+  LoadedCheckpoint checkpoint;
+  ModelParams& params = checkpoint.params;
   params.config = load_model_config(config_path.string());
+  const std::optional<Fp8QuantizationConfig> quantization = read_fp8_quantization_config(config_path.string());
   // Hugging Face prefers the single file when both are present; so do we.
   const bool single = fs::exists(folder / detail::kSingleFile, error);
   if (!single && !fs::exists(folder / detail::kIndexFile, error)) {
@@ -184,25 +252,26 @@ ModelParams load_hf_model(const std::string& folder_name) {
   }
   const WeightMap map = single ? WeightMap{} : read_index(folder);
   const Shards shards(folder, single, map);
-  // 1 byte per weight at the least (an FP8 export, refused later by dtype, has that).
+  // 1 byte per weight at the least: an FP8 checkpoint's linear layers have that.
   check_files_can_hold(params.config, shards.tensor_count(), shards.total_bytes(), 1, folder_name);
   params.layers.resize(static_cast<size_t>(params.config.num_layers));
+  const std::set<const HostTensor*> eligible = fp8_eligible_weights(params);
+  const TensorLocator locator(single, map, shards);
 
   for_each_tensor(params, [&](const std::string& name, const std::vector<int64_t>& shape, HostTensor& tensor) {
-    std::string file = detail::kSingleFile;
-    if (!single) {
-      const auto found = map.files.find(name);
-      if (found == map.files.end()) corrupt(map.index_path, "weight_map has no entry for tensor '" + name + "'");
-      file = found->second;
+    const StoredTensor stored = locator.get(name);
+    const StoredTensor scales = locator.find(scale_tensor_name(name));
+    if (scales.tensor == nullptr && stored.tensor->dtype != io::DType::f8_e4m3) {
+      load_tensor(*stored.file, name, shape, tensor);
+      return;
     }
-    const io::SafetensorsReader& reader = shards.get(file);
-    if (reader.find(name) == nullptr) {
-      corrupt(reader.path(), single ? "tensor '" + name + "' is missing"
-                                    : "tensor '" + name + "' is missing (the index places it in this shard)");
-    }
-    load_tensor(reader, name, shape, tensor);
+    check_may_be_quantized(name, stored, quantization, eligible.count(&tensor) != 0, config_path.string());
+    Fp8Weight weight = read_fp8_weight(name, shape, stored, scales);
+    dequantize_fp8_weight(weight, shape, tensor);
+    check_finite(stored.file->path(), name, tensor);  // a huge scale can overflow
+    checkpoint.fp8_weights.emplace(name, std::move(weight));
   });
-  return params;
+  return checkpoint;
 }
 
 }  // namespace fp8rl::model

@@ -1,12 +1,15 @@
 #include "core/policy/fp8_export.h"
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <set>
 #include <vector>
 
+#include "core/model/fp8_checkpoint.h"
+#include "core/model/fp8_weight.h"
 #include "core/model/hf_folder_writer.h"
-#include "core/model/layer_parts.h"
+#include "core/policy/compiled_model.h"
 #include "core/policy/device_array.h"
 #include "kernels/common/bf16_codec.h"
 #include "kernels/common/quant_layout.h"
@@ -16,18 +19,6 @@ namespace {
 
 using model::detail::TensorToWrite;
 
-// The weights that an FP8 recipe runs in E4M3 (the layer table's FP8-eligible
-// linear projections): exported as E4M3 codes with their block scales.
-std::set<const model::HostTensor*> fp8_weights(const model::ModelParams& params) {
-  std::set<const model::HostTensor*> weights;
-  for (const model::LayerParams& layer : params.layers) {
-    for (const model::LinearPart& part : model::kLinearParts) {
-      if (part.fp8_eligible) weights.insert(&(layer.*part.weight));
-    }
-  }
-  return weights;
-}
-
 template <class T>
 std::vector<uint8_t> as_bytes(const std::vector<T>& values) {
   std::vector<uint8_t> bytes(values.size() * sizeof(T));
@@ -35,13 +26,8 @@ std::vector<uint8_t> as_bytes(const std::vector<T>& values) {
   return bytes;
 }
 
-struct QuantizedWeight {
-  std::vector<uint8_t> codes;  // [rows, cols] E4M3
-  std::vector<float> scales;   // [ceil(rows / 128), ceil(cols / 128)]
-};
-
 // On the policy's backend, with the same call its FP8 compute copies use.
-QuantizedWeight quantize_weight(Backend& backend, const model::HostTensor& weight, ScaleFormat scale_format) {
+model::Fp8Weight quantize_weight(Backend& backend, const model::HostTensor& weight, ScaleFormat scale_format) {
   QuantSpec spec;
   spec.layout = BlockLayout::block_128x128;
   spec.scale_format = scale_format;
@@ -49,26 +35,60 @@ QuantizedWeight quantize_weight(Backend& backend, const model::HostTensor& weigh
   DeviceArray<float> master(backend, weight.data.size());
   master.upload(weight.data.data(), weight.data.size());
   DeviceArray<uint8_t> codes(backend, weight.data.size());
-  DeviceArray<float> scales(backend, static_cast<size_t>(shape.rows * shape.cols));
+  DeviceArray<float> scales(backend, static_cast<size_t>(shape.count()));
   backend.quantize(master.data(), DType::f32, weight.rows(), weight.cols(), spec, codes.data(), scales.data());
-  QuantizedWeight result{std::vector<uint8_t>(codes.size()), std::vector<float>(scales.size())};
+  model::Fp8Weight result{std::vector<uint8_t>(codes.size()), std::vector<float>(scales.size())};
   codes.download(result.codes.data(), result.codes.size());
   scales.download(result.scales.data(), result.scales.size());
   return result;
 }
 
-struct LazyQuantized {
-  Backend* backend;
-  const model::HostTensor* weight;
-  ScaleFormat scale_format;
-  QuantizedWeight result;
-  bool done;
+// An FP8 compute copy as it is on the backend.
+model::Fp8Weight download_copy(Backend& backend, const ComputeCopy& copy) {
+  model::Fp8Weight result{std::vector<uint8_t>(static_cast<size_t>(copy.rows * copy.cols)),
+                          std::vector<float>(copy.scale_bytes_before(copy.rows) / sizeof(float))};
+  backend.download(result.codes.data(), copy.values, result.codes.size());
+  backend.download(result.scales.data(), copy.scales, result.scales.size() * sizeof(float));
+  return result;
+}
 
-  const QuantizedWeight& get() {
-    if (!done) result = quantize_weight(*backend, *weight, scale_format);
-    done = true;
-    return result;
+// Whether `quantized` dequantizes to the masters bit for bit: then it is
+// them, and writing it loses nothing (a copy loaded from an FP8 checkpoint);
+// a copy that lags the masters (trained, not yet recalibrated) is not.
+bool holds_exactly(const model::Fp8Weight& quantized, const model::HostTensor& weight) {
+  model::HostTensor values;
+  model::dequantize_fp8_weight(quantized, weight.shape, values);
+  return std::memcmp(values.data.data(), weight.data.data(), weight.data.size() * sizeof(float)) == 0;
+}
+
+// A weight's codes and scales, made once when its shard is written (the
+// codes and the scales tensor may be asked for in either order): its FP8
+// compute copy when that holds the masters exactly, else the masters quantized.
+class LazyQuantized {
+ public:
+  LazyQuantized(Backend& backend, const model::HostTensor& weight, const ComputeCopy* fp8_copy,
+                ScaleFormat scale_format)
+      : backend_(backend), weight_(weight), scale_format_(scale_format) {
+    if (fp8_copy != nullptr) copy_ = *fp8_copy;
   }
+
+  const model::Fp8Weight& get() {
+    if (done_) return result_;
+    if (copy_.kind == ComputeCopy::Kind::fp8) result_ = download_copy(backend_, copy_);
+    if (copy_.kind != ComputeCopy::Kind::fp8 || !holds_exactly(result_, weight_)) {
+      result_ = quantize_weight(backend_, weight_, scale_format_);
+    }
+    done_ = true;
+    return result_;
+  }
+
+ private:
+  Backend& backend_;
+  const model::HostTensor& weight_;
+  ComputeCopy copy_;  // kind fp8 when the weight has an FP8 compute copy
+  ScaleFormat scale_format_;
+  model::Fp8Weight result_;
+  bool done_ = false;
 };
 
 std::vector<uint8_t> bf16_bytes(const std::vector<float>& values) {
@@ -79,14 +99,17 @@ std::vector<uint8_t> bf16_bytes(const std::vector<float>& values) {
 
 io::Json quantized_config(const model::ModelConfig& config) {
   std::vector<io::Json::Member> members = model::model_config_to_json(config).items();
-  members.emplace_back(
-      "quantization_config",
-      io::Json::object(
-          {{"quant_method", io::Json::string("fp8")},
-           {"fmt", io::Json::string("e4m3")},
-           {"activation_scheme", io::Json::string("dynamic")},
-           {"weight_block_size", io::Json::array({io::Json::integer(kQuantBlock), io::Json::integer(kQuantBlock)})}}));
+  members.emplace_back("quantization_config", model::fp8_quantization_config_json());
   return io::Json::object(std::move(members));
+}
+
+// The policy's FP8 compute copies by master tensor.
+std::map<const model::HostTensor*, ComputeCopy> fp8_copies(Policy& policy) {
+  std::map<const model::HostTensor*, ComputeCopy> copies;
+  for (const ComputeCopy& copy : policy.compiled_for_refit().copies(policy.params())) {
+    if (copy.kind == ComputeCopy::Kind::fp8) copies.emplace(copy.master, copy);
+  }
+  return copies;
 }
 
 }  // namespace
@@ -97,7 +120,8 @@ void export_fp8_checkpoint(Policy& policy, const std::string& folder, int64_t ma
   const ScaleFormat scale_format = policy.recipe().scale_format;
   std::vector<TensorToWrite> tensors;
   const model::ModelParams& params = policy.params();
-  const std::set<const model::HostTensor*> quantized_weights = fp8_weights(params);
+  const std::set<const model::HostTensor*> quantized_weights = model::fp8_eligible_weights(params);
+  const std::map<const model::HostTensor*, ComputeCopy> copies = fp8_copies(policy);
   // Read only: for_each_tensor hands out mutable tensors for loaders.
   model::for_each_tensor(
       const_cast<model::ModelParams&>(params),
@@ -108,15 +132,16 @@ void export_fp8_checkpoint(Policy& policy, const std::string& folder, int64_t ma
               {name, io::DType::bf16, shape, tensor.data.size() * 2, [source] { return bf16_bytes(source->data); }});
           return;
         }
-        // Quantized when its shard is written, once for the codes and the scales.
-        auto quantized = std::make_shared<LazyQuantized>(LazyQuantized{&backend, source, scale_format, {}, false});
+        const auto copy = copies.find(source);
+        auto quantized = std::make_shared<LazyQuantized>(backend, tensor,
+                                                         copy == copies.end() ? nullptr : &copy->second, scale_format);
         const ScaleShape blocks = scale_shape(BlockLayout::block_128x128, tensor.rows(), tensor.cols());
         tensors.push_back(
             {name, io::DType::f8_e4m3, shape, tensor.data.size(), [quantized] { return quantized->get().codes; }});
-        tensors.push_back({name + "_scale_inv",
+        tensors.push_back({model::scale_tensor_name(name),
                            io::DType::f32,
                            {blocks.rows, blocks.cols},
-                           static_cast<size_t>(blocks.rows * blocks.cols) * 4,
+                           static_cast<size_t>(blocks.count()) * 4,
                            [quantized] { return as_bytes(quantized->get().scales); }});
       });
   model::detail::write_hf_folder(folder, tensors, max_shard_bytes, quantized_config(policy.config()));

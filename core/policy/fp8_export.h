@@ -1,14 +1,19 @@
-// Export of a policy as an FP8 block-quantized Hugging Face checkpoint, the
-// layout serving engines load (vLLM and SGLang "fp8" with weight_block_size):
+// Export of a policy as an FP8 block-quantized Hugging Face checkpoint, in
+// the format core/model/fp8_checkpoint.h describes (the one vLLM, SGLang and
+// transformers' FineGrainedFP8 load, and load_hf_checkpoint reads back):
 //   <layer>.<proj>.weight            F8_E4M3 [out, in]
 //   <layer>.<proj>.weight_scale_inv  F32 [ceil(out / 128), ceil(in / 128)],
 //                                    the dequantization multipliers (w ~ code * scale)
-// for every q/k/v/o/gate/up/down projection; embeddings, norms, biases and the
-// head stay BF16. config.json gains
-//   "quantization_config": {"quant_method": "fp8", "fmt": "e4m3",
-//                           "activation_scheme": "dynamic", "weight_block_size": [128, 128]}.
-// The blocks are quantized from the FP32 master weights with the recipe's
-// scale format, exactly as the policy's FP8 compute copies are.
+// for every FP8-eligible linear weight (model::fp8_eligible_weights);
+// embeddings, norms, biases and the head stay BF16. config.json gains
+// model::fp8_quantization_config_json().
+//
+// A weight whose FP8 compute copy holds its masters exactly (dequantizes to
+// them bit for bit, as a copy loaded from an FP8 checkpoint does) is written
+// as that copy; any other (no FP8 copy, or one that lags trained masters) is
+// quantized from its FP32 masters with the recipe's scale format, as an FP8
+// compute copy would be. So export -> load -> export writes the same bytes,
+// and an export always holds the current masters.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // The FP8 export against an independent Python check (numpy + ml_dtypes):
-// block scales, E4M3 codes, BF16 remainder, names and quantization_config.
+// block scales, E4M3 codes, BF16 remainder, names and quantization_config;
+// and its round trip through the loader (export -> load -> export, same bytes).
 #include "core/policy/fp8_export.h"
 
 #include <doctest/doctest.h>
@@ -7,7 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/policy/policy_load.h"
+
 #include "io/io_test_support.h"
+#include "model/same_files.h"
 #include "policy_test_support.h"
 
 #ifndef FP8RL_EXPORT_ORACLE_SCRIPT
@@ -25,6 +29,43 @@ int run_export_oracle(const std::string& fp8_folder, const std::string& f32_fold
 }
 
 }  // namespace
+
+TEST_CASE("FP8 export: export -> load -> export writes the same bytes (FP32 and power-of-2 scales, sharded too)") {
+  TempDir temp;
+  Context context(cpu_request(2), Logger());
+  for (const NamedConfig& named : tiny_configs()) {
+    for (ScaleFormat format : {ScaleFormat::fp32, ScaleFormat::pow2}) {
+      for (int64_t shard_bytes : {int64_t{5} << 30, int64_t{3000}}) {
+        CAPTURE(std::string(named.name));
+        CAPTURE(static_cast<int>(format));
+        CAPTURE(shard_bytes);
+        policy::Recipe recipe;
+        recipe.linear = policy::Precision::fp8;
+        recipe.scale_format = format;
+        policy::Policy source(context, tiny_params(named.config), recipe);
+        const std::string first = temp.file("first"), second = temp.file("second");
+        std::filesystem::remove_all(first);
+        std::filesystem::remove_all(second);
+        policy::export_fp8_checkpoint(source, first, shard_bytes);
+        // Loaded as fp8rl_policy_load loads it: FP8 linears running the stored bits.
+        model::LoadedCheckpoint checkpoint = model::load_hf_checkpoint(first);
+        const policy::Recipe loaded_recipe = policy::checkpoint_recipe(checkpoint);
+        CHECK(loaded_recipe.linear == policy::Precision::fp8);
+        auto loaded = policy::policy_from_checkpoint(context, std::move(checkpoint), loaded_recipe);
+        policy::export_fp8_checkpoint(*loaded, second, shard_bytes);
+        check_same_files(first, second);
+        if (format == ScaleFormat::fp32) {
+          // Under a BF16 recipe the export requantizes the dequantized masters,
+          // which gives amax / 448 scales back exactly.
+          std::filesystem::remove_all(second);
+          auto bf16 = policy::policy_from_checkpoint(context, model::load_hf_checkpoint(first), policy::Recipe{});
+          policy::export_fp8_checkpoint(*bf16, second, shard_bytes);
+          check_same_files(first, second);
+        }
+      }
+    }
+  }
+}
 
 TEST_CASE("FP8 export: E4M3 weights in 128x128 blocks with weight_scale_inv, as an independent check recomputes") {
   TempDir temp;

@@ -12,6 +12,7 @@ import ctypes
 import dataclasses
 import inspect
 import json
+import os
 import struct
 
 import numpy as np
@@ -551,11 +552,14 @@ def quantize_128x128(context, weights: np.ndarray, scale_format: int):
     return codes, scales
 
 
-def test_an_fp8_export_is_not_loadable_as_a_policy(policy, tmp_path):
-    # the header: "fp8rl_policy_load() does not read this format back" (it is for serving engines)
-    policy.export_fp8(tmp_path / "fp8")
-    with pytest.raises(fp8rl.CorruptDataError, match="F8_E4M3"):
-        fp8rl.Policy.load(tmp_path / "fp8")
+def test_an_fp8_export_loads_with_fp8_linears_and_exports_the_same_bytes(policy, tmp_path):
+    # the header: an FP8 checkpoint loads with FP8 linear layers running the stored codes and scales
+    policy.export_fp8(tmp_path / "first")
+    with fp8rl.Policy.load(tmp_path / "first") as loaded:
+        assert loaded.recipe == fp8rl.Recipe.fp8()
+        loaded.export_fp8(tmp_path / "second")
+    for file in sorted(os.listdir(tmp_path / "first")):
+        assert (tmp_path / "first" / file).read_bytes() == (tmp_path / "second" / file).read_bytes(), file
 
 
 def test_copy_weights_keeps_the_destinations_recipe():

@@ -53,7 +53,9 @@ class Policy:
     @classmethod
     def load(cls, folder: "str | os.PathLike[str]", *, recipe: Optional[Recipe] = None,
              context: Optional[Context] = None, backend: Backend = Backend.CPU, num_threads: int = 0) -> "Policy":
-        """Loads a Hugging Face model folder (config.json, BF16/F16/F32 safetensors; not an export_fp8 folder)."""
+        """Loads a Hugging Face model folder (config.json, BF16/F16/F32 safetensors, or an FP8 block-quantized
+        checkpoint such as export_fp8 writes: that one loads with FP8 linear layers running its stored codes and
+        scales, unless `recipe` is given, which requantizes from the dequantized weights)."""
         path = os.fsencode(folder)
         return cls._create(lambda ctx, out: library().fp8rl_policy_load(ctx._handle.pointer, path,
                                                                         ctypes.byref(out)),

@@ -732,15 +732,30 @@ FP8RL_API fp8rl_status fp8rl_policy_create_random(fp8rl_context* context, const 
  * The folder holds `config.json` and either `model.safetensors` or
  * `model.safetensors.index.json` with its shards; tensors may be BF16, F16 or
  * F32. The recipe is the default of fp8rl_recipe_init().
+ *
+ * An FP8 block-quantized checkpoint (a `quantization_config` with
+ * `"quant_method": "fp8"` and `"weight_block_size": [128, 128]`, as
+ * Qwen3-*-FP8, DeepSeek-V3 and fp8rl_policy_export_fp8() write) loads too:
+ * each quantized linear layer is an `F8_E4M3` `weight` [out, in] with a
+ * `weight_scale_inv` (`F32` or `BF16`, [ceil(out/128), ceil(in/128)]) of
+ * dequantization multipliers. The master weights are code * scale in FP32,
+ * and the recipe is the default with FP8 linear layers: their compute copies
+ * are the stored codes and scales, bit for bit, until the recipe is changed
+ * or the weights are trained; see @ref fp8_checkpoints.
  * @param context The context the policy lives on; it must outlive the policy.
  * @param folder NUL-terminated path of the folder; read only during the call.
  * @param[out] out_policy Receives the new policy, owned by the caller, who
  *             releases it with fp8rl_policy_destroy(); left unchanged on failure.
  * @retval FP8RL_ERROR_IO if the folder or a file cannot be read.
  * @retval FP8RL_ERROR_CORRUPT_DATA for a malformed config or weights file, or a
- *         missing, mis-shaped or mistyped tensor (the message names the file and tensor).
- * @retval FP8RL_ERROR_NON_FINITE for NaN or infinite weights.
- * @retval FP8RL_ERROR_UNSUPPORTED for an architecture this library does not implement.
+ *         missing, mis-shaped or mistyped tensor (the message names the file and tensor);
+ *         for an FP8 checkpoint also a missing or mis-shaped `weight_scale_inv`, a zero or
+ *         negative scale, or a quantized tensor where the library or `modules_to_not_convert`
+ *         keeps the weight unquantized.
+ * @retval FP8RL_ERROR_NON_FINITE for NaN or infinite weights (E4M3 NaN codes and
+ *         NaN or infinite scales included).
+ * @retval FP8RL_ERROR_UNSUPPORTED for an architecture this library does not implement,
+ *         or a `quantization_config` other than block-wise FP8 with 128x128 blocks.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
  * Thread-safe; calls on one context are serialized.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
@@ -764,18 +779,21 @@ FP8RL_API fp8rl_status fp8rl_policy_load(fp8rl_context* context, const char* fol
 FP8RL_API fp8rl_status fp8rl_policy_save(fp8rl_policy* policy, const char* folder, fp8rl_dtype dtype);
 
 /**
- * @brief Writes the policy as an FP8 block-quantized Hugging Face checkpoint for serving engines.
+ * @brief Writes the policy as an FP8 block-quantized Hugging Face checkpoint.
  *
- * Every q/k/v/o/gate/up/down projection is stored as an `F8_E4M3` `weight`
- * plus an `F32` `weight_scale_inv` of shape [ceil(out/128), ceil(in/128)]
- * holding the dequantization multipliers of its 128x128 blocks (weight ~=
- * code * scale), quantized from the FP32 master weights with the recipe's
- * scale format, exactly as the FP8 recipe's compute copies are. Embeddings,
- * norms, biases and the head are stored as BF16. `config.json` gains
+ * Every linear projection is stored as an `F8_E4M3` `weight` plus an `F32`
+ * `weight_scale_inv` of shape [ceil(out/128), ceil(in/128)] holding the
+ * dequantization multipliers of its 128x128 blocks (weight ~= code * scale):
+ * the policy's FP8 compute copy, bit for bit, where that copy holds the FP32
+ * master weights exactly (dequantizes to them, as after loading an FP8
+ * checkpoint), else quantized from the master weights with the recipe's
+ * scale format, exactly as an FP8 compute copy would be. Embeddings, norms,
+ * biases and the head are stored as BF16. `config.json` gains
  * `"quantization_config": {"quant_method": "fp8", "fmt": "e4m3",
  * "activation_scheme": "dynamic", "weight_block_size": [128, 128]}`, the
- * layout vLLM and SGLang load. Files are written as by fp8rl_policy_save().
- * fp8rl_policy_load() does not read this format back.
+ * layout vLLM, SGLang and transformers load. Files are written as by
+ * fp8rl_policy_save(). fp8rl_policy_load() reads the folder back, and
+ * exporting the loaded policy writes the same bytes.
  * @param policy A valid policy.
  * @param folder NUL-terminated path of the folder; read only during the call.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
