@@ -123,7 +123,10 @@ std::set<const HostTensor*> fp8_eligible_weights(const ModelParams& params) {
   std::set<const HostTensor*> weights;
   for (const LayerParams& layer : params.layers) {
     for (const LinearPart& part : kLinearParts) {
-      if (part.fp8_eligible) weights.insert(&(layer.*part.weight));
+      if (part.fp8_eligible && !(layer.*part.weight).empty()) weights.insert(&(layer.*part.weight));
+    }
+    for (const ExpertParams& expert : layer.experts) {
+      for (const ExpertPart& part : kExpertParts) weights.insert(&(expert.*part.weight));
     }
   }
   return weights;

@@ -58,7 +58,8 @@ io::Json fp8_quantization_config_json();
 std::string scale_tensor_name(const std::string& weight_name);
 
 // The weights a checkpoint may store quantized: those the layer table marks
-// FP8-eligible (the linear layers an FP8 recipe runs in E4M3). Everything
+// FP8-eligible and every expert projection (the linear layers an FP8 recipe
+// runs in E4M3). Everything
 // else (embeddings, norms, biases, the head, a router) stays unquantized
 // whatever the recipe.
 std::set<const HostTensor*> fp8_eligible_weights(const ModelParams& params);
