@@ -52,7 +52,8 @@ void moe_config_to(const model::MoeConfig& moe, fp8rl_model_config& c) {
                                   " mlp_only_layers; fp8rl_model_config holds at most " +
                                   std::to_string(FP8RL_MAX_MLP_ONLY_LAYERS));
   }
-  for (size_t i = 0; i < moe.mlp_only_layers.size(); ++i) c.mlp_only_layers[i] = static_cast<int32_t>(moe.mlp_only_layers[i]);
+  for (size_t i = 0; i < moe.mlp_only_layers.size(); ++i)
+    c.mlp_only_layers[i] = static_cast<int32_t>(moe.mlp_only_layers[i]);
   c.num_mlp_only_layers = static_cast<int32_t>(moe.mlp_only_layers.size());
   c.router_aux_loss_coef = moe.router_aux_loss_coef;
 }
@@ -153,8 +154,7 @@ FP8RL_API fp8rl_status fp8rl_model_config_parameter_count(const fp8rl_model_conf
   });
 }
 
-FP8RL_API fp8rl_status fp8rl_model_config_active_parameter_count(const fp8rl_model_config* config,
-                                                                 int64_t* out_count) {
+FP8RL_API fp8rl_status fp8rl_model_config_active_parameter_count(const fp8rl_model_config* config, int64_t* out_count) {
   return guarded(__func__, [&] {
     const fp8rl::model::ModelConfig model_config = model_config_from(config, "config");
     fp8rl::require(out_count != nullptr, "out_count is NULL");

@@ -45,18 +45,18 @@ class MoeMlp {
 
   Backend& backend_;
   int64_t capacity_tokens_ = 0;
-  DeviceArray<float> logits_;      // [tokens, experts]
-  DeviceArray<int32_t> chosen_;    // [tokens, k]
-  DeviceArray<float> weights_;     // [tokens, k]
-  DeviceArray<int64_t> rows_;      // [tokens * k] the token of each expert row
-  DeviceArray<int64_t> slots_;     // [tokens, k] the expert row of each slot
-  DeviceArray<float> expert_in_;   // [tokens * k, hidden] grouped by expert
-  DeviceArray<float> gate_;        // [tokens * k, moe_intermediate]
-  DeviceArray<float> up_;          // [tokens * k, moe_intermediate]
-  DeviceArray<float> expert_out_;  // [tokens * k, hidden]
-  std::vector<int32_t> chosen_host_;       // [tokens, k]
-  std::vector<int64_t> rows_host_;         // [tokens * k]
-  std::vector<int64_t> slots_host_;        // [tokens, k]
+  DeviceArray<float> logits_;         // [tokens, experts]
+  DeviceArray<int32_t> chosen_;       // [tokens, k]
+  DeviceArray<float> weights_;        // [tokens, k]
+  DeviceArray<int64_t> rows_;         // [tokens * k] the token of each expert row
+  DeviceArray<int64_t> slots_;        // [tokens, k] the expert row of each slot
+  DeviceArray<float> expert_in_;      // [tokens * k, hidden] grouped by expert
+  DeviceArray<float> gate_;           // [tokens * k, moe_intermediate]
+  DeviceArray<float> up_;             // [tokens * k, moe_intermediate]
+  DeviceArray<float> expert_out_;     // [tokens * k, hidden]
+  std::vector<int32_t> chosen_host_;  // [tokens, k]
+  std::vector<int64_t> rows_host_;    // [tokens * k]
+  std::vector<int64_t> slots_host_;   // [tokens, k]
 };
 
 }  // namespace fp8rl::blocks

@@ -22,7 +22,7 @@ int64_t host_master_bytes(const model::ModelConfig& config) {
 model::ModelParams shapes_only(const model::ModelConfig& config) {
   model::ModelParams params;
   params.config = config;
-  params.layers.resize(static_cast<size_t>(config.num_layers));
+  model::size_layers(params);
   return params;
 }
 

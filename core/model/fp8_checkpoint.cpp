@@ -95,8 +95,8 @@ const std::string* Fp8QuantizationConfig::excluding_entry(const std::string& mod
 }
 
 std::optional<Fp8QuantizationConfig> read_fp8_quantization_config(const std::string& path) {
-  const io::Json config =
-      io::parse_json(io::read_small_file(path, kMaxConfigBytes), path, io::JsonLimits{kMaxConfigBytes, kMaxConfigDepth});
+  const io::Json config = io::parse_json(io::read_small_file(path, kMaxConfigBytes), path,
+                                         io::JsonLimits{kMaxConfigBytes, kMaxConfigDepth});
   const io::Json* quantization = config.is_object() ? config.find("quantization_config") : nullptr;
   if (quantization == nullptr || quantization->is_null()) return std::nullopt;
   if (!quantization->is_object()) malformed(path, "not an object");
@@ -121,9 +121,11 @@ std::string scale_tensor_name(const std::string& weight_name) { return weight_na
 
 std::set<const HostTensor*> fp8_eligible_weights(const ModelParams& params) {
   std::set<const HostTensor*> weights;
-  for (const LayerParams& layer : params.layers) {
+  for (size_t i = 0; i < params.layers.size(); ++i) {
+    const LayerParams& layer = params.layers[i];
     for (const LinearPart& part : kLinearParts) {
-      if (part.fp8_eligible && !(layer.*part.weight).empty()) weights.insert(&(layer.*part.weight));
+      if (part.fp8_eligible && present(part, params.config, static_cast<int64_t>(i)))
+        weights.insert(&(layer.*part.weight));
     }
     for (const ExpertParams& expert : layer.experts) {
       for (const ExpertPart& part : kExpertParts) weights.insert(&(expert.*part.weight));

@@ -57,11 +57,11 @@ io::Json fp8_quantization_config_json();
 // "<module>.weight" -> "<module>.weight_scale_inv".
 std::string scale_tensor_name(const std::string& weight_name);
 
-// The weights a checkpoint may store quantized: those the layer table marks
-// FP8-eligible and every expert projection (the linear layers an FP8 recipe
-// runs in E4M3). Everything
-// else (embeddings, norms, biases, the head, a router) stays unquantized
-// whatever the recipe.
+// The weights a checkpoint may store quantized: the FP8-eligible table parts
+// each layer has, and every expert projection (the linear layers an FP8
+// recipe runs in E4M3). Everything else (embeddings, norms, biases, the head,
+// a router) stays unquantized whatever the recipe. params sized by
+// size_layers; its tensors may still be empty.
 std::set<const HostTensor*> fp8_eligible_weights(const ModelParams& params);
 
 }  // namespace fp8rl::model

@@ -52,8 +52,8 @@ std::vector<float> read_scales(const std::string& name, const std::vector<int64_
                         "; block scales must be F32 or BF16");
   }
   if (stored.shape != std::vector<int64_t>{blocks.rows, blocks.cols}) {
-    corrupt(scales, "tensor '" + stored.name + "' has shape " + shape_string(stored.shape) + "; the 128x128 blocks of '" +
-                        name + "' " + shape_string(shape) + " call for " +
+    corrupt(scales, "tensor '" + stored.name + "' has shape " + shape_string(stored.shape) +
+                        "; the 128x128 blocks of '" + name + "' " + shape_string(shape) + " call for " +
                         shape_string({blocks.rows, blocks.cols}));
   }
   const std::vector<uint8_t> bytes = scales.file->read(stored);

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/io/json.h"
 #include "core/io/folder_lock.h"
+#include "core/io/json.h"
 #include "core/io/regular_file.h"
 #include "core/io/safetensors.h"
 #include "core/model/fp8_checkpoint.h"
@@ -175,7 +175,8 @@ void load_tensor(const io::SafetensorsReader& reader, const std::string& name, c
 // Where the folder stores each tensor: the single file, or the shard the index names.
 class TensorLocator {
  public:
-  TensorLocator(bool single, const WeightMap& map, const Shards& shards) : single_(single), map_(map), shards_(shards) {}
+  TensorLocator(bool single, const WeightMap& map, const Shards& shards)
+      : single_(single), map_(map), shards_(shards) {}
 
   // corrupt_data naming the file (or the index) when the tensor is missing.
   StoredTensor get(const std::string& name) const {
@@ -254,7 +255,7 @@ LoadedCheckpoint load_hf_checkpoint(const std::string& folder_name) {
   const Shards shards(folder, single, map);
   // 1 byte per weight at the least: an FP8 checkpoint's linear layers have that.
   check_files_can_hold(params.config, shards.tensor_count(), shards.total_bytes(), 1, folder_name);
-  params.layers.resize(static_cast<size_t>(params.config.num_layers));
+  size_layers(params);
   const std::set<const HostTensor*> eligible = fp8_eligible_weights(params);
   const TensorLocator locator(single, map, shards);
 

@@ -180,7 +180,7 @@ constexpr size_t index(ExpertLinear role) { return static_cast<size_t>(role); }
 
 struct ExpertPart {
   ExpertLinear role;
-  const char* name;                   // inside mlp.experts.E., without ".weight"
+  const char* name;                  // inside mlp.experts.E., without ".weight"
   HostTensor ExpertParams::*weight;  // [out, in]
   int64_t (*out_features)(const ModelConfig&);
   int64_t (*in_features)(const ModelConfig&);

@@ -33,7 +33,7 @@ int64_t count_parameters(const ModelConfig& c, int64_t experts) {
     if (!is_sparse_layer(c, layer)) continue;
     for (const ExpertPart& part : kExpertParts) total += experts * part.out_features(c) * part.in_features(c);
   }
-  total += c.hidden_size;                                            // final norm
+  total += c.hidden_size;                                             // final norm
   if (!c.tie_word_embeddings) total += c.vocab_size * c.hidden_size;  // lm_head
   return total;
 }
@@ -88,8 +88,10 @@ void check_limits(const ModelConfig& c, Status status, const std::string& where)
 void check_no_moe(const ModelConfig& c, Status status, const std::string& where) {
   const MoeConfig& m = c.moe;
   if (m.num_experts != 0 || m.num_experts_per_tok != 0 || m.moe_intermediate_size != 0 || !m.mlp_only_layers.empty()) {
-    fail(status, where + ": num_experts, num_experts_per_tok, moe_intermediate_size and mlp_only_layers are for "
-                         "qwen3_moe; " + model_type_name(c.family) + " has no experts");
+    fail(status, where +
+                     ": num_experts, num_experts_per_tok, moe_intermediate_size and mlp_only_layers are for "
+                     "qwen3_moe; " +
+                     model_type_name(c.family) + " has no experts");
   }
 }
 
@@ -101,8 +103,8 @@ void check_moe(const ModelConfig& c, Status status, const std::string& where) {
   check_limit(m.num_experts, L::max_experts, "num_experts", status, where);
   check_positive(m.num_experts_per_tok, "num_experts_per_tok", status, where);
   if (m.num_experts_per_tok > m.num_experts) {
-    fail(status, where + ": num_experts_per_tok (" + std::to_string(m.num_experts_per_tok) +
-                     ") exceeds num_experts (" + std::to_string(m.num_experts) + ")");
+    fail(status, where + ": num_experts_per_tok (" + std::to_string(m.num_experts_per_tok) + ") exceeds num_experts (" +
+                     std::to_string(m.num_experts) + ")");
   }
   check_positive(m.moe_intermediate_size, "moe_intermediate_size", status, where);
   check_limit(m.moe_intermediate_size, L::max_intermediate_size, "moe_intermediate_size", status, where);
@@ -120,7 +122,8 @@ void check_moe(const ModelConfig& c, Status status, const std::string& where) {
     }
   }
   if (!(m.router_aux_loss_coef >= 0.0) || !std::isfinite(m.router_aux_loss_coef)) {
-    fail(status, where + ": router_aux_loss_coef must be finite and non-negative, got " + format(m.router_aux_loss_coef));
+    fail(status,
+         where + ": router_aux_loss_coef must be finite and non-negative, got " + format(m.router_aux_loss_coef));
   }
 }
 

@@ -78,8 +78,8 @@ ModelFamily parse_family(const Fields& fields) {
        {ModelFamily::llama, ModelFamily::qwen2, ModelFamily::qwen3, ModelFamily::qwen3_moe}) {
     if (name == model_type_name(family)) return family;
   }
-  fail(Status::unsupported, fields.where() + ": model_type \"" + name +
-                                "\" is not supported; supported: llama, qwen2, qwen3, qwen3_moe");
+  fail(Status::unsupported,
+       fields.where() + ": model_type \"" + name + "\" is not supported; supported: llama, qwen2, qwen3, qwen3_moe");
 }
 
 // Rejects options that change the computation in ways not implemented here.

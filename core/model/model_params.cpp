@@ -40,6 +40,15 @@ bool is_shard_file_name(const std::string& name) {
 
 using detail::shape_string;
 
+void size_layers(ModelParams& params) {
+  const ModelConfig& c = params.config;
+  params.layers.resize(static_cast<size_t>(c.num_layers));
+  for (size_t i = 0; i < params.layers.size(); ++i) {
+    const bool sparse = is_sparse_layer(c, static_cast<int64_t>(i));
+    params.layers[i].experts.resize(sparse ? static_cast<size_t>(c.moe.num_experts) : 0);
+  }
+}
+
 void for_each_tensor(ModelParams& params, const TensorVisitor& visit) {
   const ModelConfig& c = params.config;
   validate(c);
@@ -65,10 +74,9 @@ void for_each_tensor(ModelParams& params, const TensorVisitor& visit) {
       if (has_bias(linear, c)) visit(prefix + linear.name + ".bias", {out}, layer.*linear.bias);
     }
     const size_t experts = is_sparse_layer(c, static_cast<int64_t>(i)) ? static_cast<size_t>(c.moe.num_experts) : 0;
-    if (layer.experts.empty()) layer.experts.resize(experts);  // a loader's fresh params
     require(layer.experts.size() == experts, "model params: " + prefix + "mlp.experts holds " +
-                                                 std::to_string(layer.experts.size()) + " experts, the config calls for " +
-                                                 std::to_string(experts));
+                                                 std::to_string(layer.experts.size()) +
+                                                 " experts, the config calls for " + std::to_string(experts));
     for (size_t e = 0; e < layer.experts.size(); ++e) {
       for (const ExpertPart& part : kExpertParts) {
         visit(prefix + expert_part_name(static_cast<int64_t>(e), part) + ".weight",

@@ -68,11 +68,16 @@ struct ModelParams {
   HostTensor lm_head;     // [vocab, hidden] lm_head.weight; empty when tie_word_embeddings
 };
 
+// Sizes params.layers to params.config's layer count and each sparse
+// layer's experts to num_experts, tensors left empty: the skeleton that
+// for_each_tensor walks and loaders fill.
+void size_layers(ModelParams& params);
+
 // Every tensor the config calls for, in a fixed order (embeddings, layers in
 // order, final norm, head; in a sparse layer the router, then expert by
 // expert), with its Hugging Face name and expected shape. The tensor is
-// passed mutable so that loaders can fill it; a sparse layer's experts are
-// sized to num_experts first.
+// passed mutable so that loaders can fill it. The layers must be sized as
+// size_layers sizes them (invalid_argument otherwise).
 using TensorVisitor =
     std::function<void(const std::string& name, const std::vector<int64_t>& shape, HostTensor& tensor)>;
 void for_each_tensor(ModelParams& params, const TensorVisitor& visit);

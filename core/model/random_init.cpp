@@ -54,7 +54,7 @@ ModelParams random_model_params(const ModelConfig& config, uint64_t seed, const 
   validate(config);
   ModelParams params;
   params.config = config;
-  params.layers.resize(static_cast<size_t>(config.num_layers));
+  size_layers(params);
   const double std = options.std;
   const bool perturb = options.perturb_norms_and_biases;
   for_each_tensor(params, [&](const std::string& name, const std::vector<int64_t>& shape, HostTensor& tensor) {

@@ -54,8 +54,7 @@ void refit_copy_rows(Backend& backend, const ComputeCopy& copy, const float* mas
   const int64_t first = row_begin * copy.cols, count = (row_end - row_begin) * copy.cols;
   const float* source = masters + first;
   switch (copy.kind) {
-    case ComputeCopy::Kind::bf16:
-      return backend.to_bf16(source, count, static_cast<uint16_t*>(copy.values) + first);
+    case ComputeCopy::Kind::bf16: return backend.to_bf16(source, count, static_cast<uint16_t*>(copy.values) + first);
     case ComputeCopy::Kind::f32:
       return backend.copy_within(static_cast<float*>(copy.values) + first, source,
                                  static_cast<size_t>(count) * sizeof(float));
@@ -111,9 +110,9 @@ int64_t linear_bytes(const model::ModelConfig& config, int64_t layer, const Laye
   }
   if (!model::is_sparse_layer(config, layer)) return total;
   for (const model::ExpertPart& part : model::kExpertParts)
-    total += config.moe.num_experts *
-             linear_sizes(part.out_features(config), part.in_features(config), false, linear_math(true, precision))
-                 .bytes();
+    total +=
+        config.moe.num_experts *
+        linear_sizes(part.out_features(config), part.in_features(config), false, linear_math(true, precision)).bytes();
   return total;
 }
 
@@ -174,14 +173,16 @@ CompiledModel::CompiledModel(Backend& backend, const model::ModelParams& params,
       weight_bytes_per_token_ += static_cast<int64_t>(norm.size() * 4);
     }
     for (const model::LinearPart& part : model::kLinearParts) {
-      weight_bytes_per_token_ += allocate_part(backend, source.*part.weight, model::has_bias(part, config),
-                                               linear_math(part, layer.precision), layer.linears[model::index(part.role)]);
+      weight_bytes_per_token_ +=
+          allocate_part(backend, source.*part.weight, model::has_bias(part, config), linear_math(part, layer.precision),
+                        layer.linears[model::index(part.role)]);
     }
     layer.experts.resize(source.experts.size());
     for (size_t e = 0; e < source.experts.size(); ++e) {
       for (const model::ExpertPart& part : model::kExpertParts) {
-        weight_bytes_per_token_ += allocate_part(backend, source.experts[e].*part.weight, false,
-                                                 linear_math(true, layer.precision), layer.experts[e].linears[model::index(part.role)]);
+        weight_bytes_per_token_ +=
+            allocate_part(backend, source.experts[e].*part.weight, false, linear_math(true, layer.precision),
+                          layer.experts[e].linears[model::index(part.role)]);
       }
     }
     layers_.push_back(std::move(layer));
@@ -190,12 +191,11 @@ CompiledModel::CompiledModel(Backend& backend, const model::ModelParams& params,
 }
 
 int64_t compute_weight_bytes(const model::ModelConfig& config, const Recipe& recipe) {
-  const int64_t embeddings = config.vocab_size * config.hidden_size * 2;  // BF16
+  const int64_t embeddings = config.vocab_size * config.hidden_size * 2;                       // BF16
   int64_t total = embeddings * (config.tie_word_embeddings ? 1 : 2) + config.hidden_size * 4;  // + the final norm
   for (int64_t i = 0; i < config.num_layers; ++i) {
     const LayerPrecision precision = layer_precision(recipe, i, config.num_layers);
-    for (const model::NormPart& part : model::kNormParts)
-      total += part.present(config) ? part.size(config) * 4 : 0;
+    for (const model::NormPart& part : model::kNormParts) total += part.present(config) ? part.size(config) * 4 : 0;
     total += linear_bytes(config, i, precision);
   }
   return total;

@@ -12,8 +12,8 @@
 #include "core/model/layer_parts.h"
 #include "core/model/model_params.h"
 #include "core/policy/device_array.h"
-#include "core/policy/linear_sizes.h"
 #include "core/policy/device_masters.h"
+#include "core/policy/linear_sizes.h"
 #include "core/policy/recipe.h"
 #include "kernels/backend.h"
 

@@ -339,7 +339,7 @@ void read_counters(const StateFile& file, TrainingState& state) {
 }
 
 void read_weights(StateFile& file, model::ModelParams& params) {
-  params.layers.resize(static_cast<size_t>(params.config.num_layers));
+  model::size_layers(params);
   for (const NamedTensor& entry : named_tensors(params)) {
     file.read_f32(entry.name, entry.shape, entry.tensor->data);
     entry.tensor->shape = entry.shape;

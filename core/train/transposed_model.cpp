@@ -34,7 +34,8 @@ policy::LinearWeights allocate_transposed(Backend& backend, const policy::Linear
 void transpose_linear(Backend& backend, const policy::LinearWeights& forward, policy::LinearWeights& transposed) {
   const int64_t out = forward.out_features, in = forward.in_features;
   if (out == 0) return;  // a part the layer does not have
-  if (forward.math() == policy::LinearMath::f32) return backend.transpose(forward.f32.data(), out, in, 4, transposed.f32.data());
+  if (forward.math() == policy::LinearMath::f32)
+    return backend.transpose(forward.f32.data(), out, in, 4, transposed.f32.data());
   if (!forward.fp8) return backend.transpose(forward.bf16.data(), out, in, 2, transposed.bf16.data());
   const ScaleShape grid = scale_shape(BlockLayout::block_128x128, out, in);
   backend.transpose(forward.codes.data(), out, in, 1, transposed.codes.data());
@@ -79,14 +80,15 @@ int64_t transposed_weight_bytes(const model::ModelConfig& config, const policy::
     const policy::LayerPrecision precision = policy::layer_precision(recipe, layer, config.num_layers);
     for (const model::LinearPart& part : model::kLinearParts) {
       if (!model::present(part, config, layer)) continue;
-      total += transposed_sizes(part.out_features(config), part.in_features(config), policy::linear_math(part, precision))
-                   .bytes();
+      total +=
+          transposed_sizes(part.out_features(config), part.in_features(config), policy::linear_math(part, precision))
+              .bytes();
     }
     if (!model::is_sparse_layer(config, layer)) continue;
     for (const model::ExpertPart& part : model::kExpertParts)
-      total += config.moe.num_experts *
-               transposed_sizes(part.out_features(config), part.in_features(config), policy::linear_math(true, precision))
-                   .bytes();
+      total += config.moe.num_experts * transposed_sizes(part.out_features(config), part.in_features(config),
+                                                         policy::linear_math(true, precision))
+                                            .bytes();
   }
   return total;
 }

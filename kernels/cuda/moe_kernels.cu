@@ -11,7 +11,9 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kMaxGrid = 1 << 16;  // CTAs per launch; the kernels loop over the rest
 
-unsigned grid_for(int64_t count) { return static_cast<unsigned>(std::clamp<int64_t>(ceil_div(count, kThreads), 1, kMaxGrid)); }
+unsigned grid_for(int64_t count) {
+  return static_cast<unsigned>(std::clamp<int64_t>(ceil_div(count, kThreads), 1, kMaxGrid));
+}
 
 __device__ __forceinline__ int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ int64_t stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }

@@ -43,7 +43,7 @@ TEST_CASE("model configs: NULL, struct_size, enum values and sizes are checked")
     void (*spoil)(fp8rl_model_config&);
   };
   const Case cases[] = {
-      {"family", [](fp8rl_model_config& c) { c.family = static_cast<fp8rl_model_family>(3); }},
+      {"family", [](fp8rl_model_config& c) { c.family = static_cast<fp8rl_model_family>(4); }},
       {"family", [](fp8rl_model_config& c) { c.family = static_cast<fp8rl_model_family>(1000000); }},
       {"rope_scaling", [](fp8rl_model_config& c) { c.rope_scaling = static_cast<fp8rl_rope_scaling>(2); }},
       {"vocab_size", [](fp8rl_model_config& c) { c.vocab_size = 0; }},

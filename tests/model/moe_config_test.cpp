@@ -192,8 +192,8 @@ TEST_CASE("MoE configs that cannot describe a model are refused, naming the fiel
   c.family = ModelFamily::qwen3;
   check_fails([&] { fp8rl::model::validate(c); }, Status::invalid_argument, "qwen3 has no experts");
 
-  check_fails([&] { parse(with("\"num_experts_per_tok\": 8", "\"num_experts_per_tok\": 129")); },
-              Status::corrupt_data, "num_experts_per_tok (129) exceeds");
+  check_fails([&] { parse(with("\"num_experts_per_tok\": 8", "\"num_experts_per_tok\": 129")); }, Status::corrupt_data,
+              "num_experts_per_tok (129) exceeds");
   check_fails([&] { parse(with("\"mlp_only_layers\": []", "\"mlp_only_layers\": 3")); }, Status::corrupt_data,
               "mlp_only_layers");
   check_fails([&] { parse(with("\"mlp_only_layers\": []", "\"mlp_only_layers\": [48]")); }, Status::corrupt_data,
@@ -212,14 +212,14 @@ TEST_CASE("a sparse layer's tensors: the router, then each expert's gate, up and
   const ModelConfig c = tiny_moe();
   fp8rl::model::ModelParams params;
   params.config = c;
-  params.layers.resize(3);
+  fp8rl::model::size_layers(params);
   std::vector<std::string> names;
   std::vector<std::vector<int64_t>> shapes;
-  fp8rl::model::for_each_tensor(params, [&](const std::string& name, const std::vector<int64_t>& shape,
-                                            fp8rl::model::HostTensor&) {
-    names.push_back(name);
-    shapes.push_back(shape);
-  });
+  fp8rl::model::for_each_tensor(
+      params, [&](const std::string& name, const std::vector<int64_t>& shape, fp8rl::model::HostTensor&) {
+        names.push_back(name);
+        shapes.push_back(shape);
+      });
   CHECK(static_cast<int64_t>(names.size()) == fp8rl::model::tensor_count(c));
   const auto at = [&](const std::string& name) {
     return static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());

@@ -33,7 +33,7 @@ int run_export_oracle(const std::string& fp8_folder, const std::string& f32_fold
 TEST_CASE("FP8 export: export -> load -> export writes the same bytes (FP32 and power-of-2 scales, sharded too)") {
   TempDir temp;
   Context context(cpu_request(2), Logger());
-  for (const NamedConfig& named : tiny_configs()) {
+  for (const NamedConfig& named : forward_configs()) {
     for (ScaleFormat format : {ScaleFormat::fp32, ScaleFormat::pow2}) {
       for (int64_t shard_bytes : {int64_t{5} << 30, int64_t{3000}}) {
         CAPTURE(std::string(named.name));
@@ -70,7 +70,7 @@ TEST_CASE("FP8 export: export -> load -> export writes the same bytes (FP32 and 
 TEST_CASE("FP8 export: E4M3 weights in 128x128 blocks with weight_scale_inv, as an independent check recomputes") {
   TempDir temp;
   Context context(cpu_request(2), Logger());
-  for (const NamedConfig& named : tiny_configs()) {
+  for (const NamedConfig& named : forward_configs()) {
     for (ScaleFormat format : {ScaleFormat::fp32, ScaleFormat::pow2}) {
       CAPTURE(std::string(named.name));
       CAPTURE(static_cast<int>(format));

@@ -81,11 +81,12 @@ TEST_CASE("route_token: softmax, top-k best first, renormalisation, against floa
   for (int j = 0; j < 3; ++j) CHECK(weights[j] == doctest::Approx(p[static_cast<size_t>(chosen[j])]).epsilon(1e-6));
   route_token(logits.data(), 6, 3, true, chosen, weights);
   const double kept = p[2] + p[4] + p[3];
-  for (int j = 0; j < 3; ++j) CHECK(weights[j] == doctest::Approx(p[static_cast<size_t>(chosen[j])] / kept).epsilon(1e-6));
+  for (int j = 0; j < 3; ++j)
+    CHECK(weights[j] == doctest::Approx(p[static_cast<size_t>(chosen[j])] / kept).epsilon(1e-6));
   CHECK(weights[0] + weights[1] + weights[2] == doctest::Approx(1.0).epsilon(1e-6));
 }
 
-TEST_CASE("route_token: equal probabilities go to the lower expert index; NaN never wins a slot") {
+TEST_CASE("route_token: equal probabilities go to the lower expert index, and NaN never wins a slot") {
   const std::vector<float> tied = {1.0f, 3.0f, 1.0f, 3.0f, 3.0f};
   int32_t chosen[4];
   float weights[4];
@@ -151,8 +152,8 @@ TEST_CASE("a zero router ties every token onto experts 0 and 1: the idle experts
 
 TEST_CASE("sharply peaked routers: generation is batch- and order-invariant") {
   Context context(cpu_request(3), Logger());
-  for (const NamedConfig& named :
-       {NamedConfig{"qwen3_moe", tiny_qwen3_moe()}, NamedConfig{"qwen3_moe_all_experts", tiny_qwen3_moe_all_experts()}}) {
+  for (const NamedConfig& named : {NamedConfig{"qwen3_moe", tiny_qwen3_moe()},
+                                   NamedConfig{"qwen3_moe_all_experts", tiny_qwen3_moe_all_experts()}}) {
     const model::ModelParams peaked = with_router(tiny_params(named.config), 25.0f);
     for (const NamedRecipe& recipe : all_recipes()) {
       CAPTURE(std::string(named.name));
