@@ -69,8 +69,7 @@ Policy make_policy(const ArgParser& p, const Context& context, uint64_t seed) {
     if (p.given("checkpoint")) throw UsageError("--checkpoint applies to a built-in model, not an HF folder");
     return load_policy(context, model);
   }
-  Policy policy =
-      create_random_policy(context, builtin_config(model_shape(p, model), Tokenizer().padded_size()), seed);
+  Policy policy = create_random_policy(context, builtin_config(model_shape(p, model), Tokenizer().padded_size()), seed);
   if (p.given("checkpoint")) {
     // The C API reads a training state only through a trainer; its master weights become the policy's.
     fp8rl_trainer_options options;

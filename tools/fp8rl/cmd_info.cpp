@@ -56,9 +56,9 @@ void print_config(const fp8rl_model_config& c) {
   std::printf(
       "model\n  family %s, vocab %lld, hidden %lld, layers %lld, heads %lld/%lld kv, head_dim %lld,\n"
       "  intermediate %lld, max positions %lld, tied embeddings %s\n",
-      family_name(c.family), static_cast<long long>(c.vocab_size),
-      static_cast<long long>(c.hidden_size), static_cast<long long>(c.num_layers),
-      static_cast<long long>(c.num_attention_heads), static_cast<long long>(c.num_key_value_heads),
+      family_name(c.family), static_cast<long long>(c.vocab_size), static_cast<long long>(c.hidden_size),
+      static_cast<long long>(c.num_layers), static_cast<long long>(c.num_attention_heads),
+      static_cast<long long>(c.num_key_value_heads),
       static_cast<long long>(c.head_dim != 0 ? c.head_dim : c.hidden_size / c.num_attention_heads),
       static_cast<long long>(c.intermediate_size), static_cast<long long>(c.max_position_embeddings),
       c.tie_word_embeddings ? "yes" : "no");

@@ -46,10 +46,10 @@ void declare_model_flags(ArgParser& p) {
   p.option("max-positions", std::to_string(d.max_positions), "built-in model: max_position_embeddings");
   // No fallback: the value is the MoE shape's (shown in the help), and giving one with a dense shape is an error.
   p.option("experts", "", "moe-tiny: experts per layer (" + std::to_string(moe.experts) + ")");
-  p.option("experts-per-token", "", "moe-tiny: experts each token is routed to (" +
-                                        std::to_string(moe.experts_per_token) + ")");
-  p.option("moe-intermediate", "", "moe-tiny: SwiGLU width of each expert (" +
-                                       std::to_string(moe.moe_intermediate) + ")");
+  p.option("experts-per-token", "",
+           "moe-tiny: experts each token is routed to (" + std::to_string(moe.experts_per_token) + ")");
+  p.option("moe-intermediate", "",
+           "moe-tiny: SwiGLU width of each expert (" + std::to_string(moe.moe_intermediate) + ")");
 }
 
 ModelShape model_shape(const ArgParser& p, const std::string& name) {
