@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """End-to-end tests of the fp8rl command-line program.
 
-usage: cli_test.py PATH/TO/fp8rl CASE   (CASE: train | resume | errors | commands | compare | minibatches | plan | all)
+usage: cli_test.py PATH/TO/fp8rl CASE
+       (CASE: train | resume | errors | commands | compare | minibatches | plan | moe | all)
 Each case runs the program in a fresh temporary folder and exits non-zero on failure.
+The moe case also writes an HF folder through the Python binding (fp8rl on
+PYTHONPATH, the library in FP8RL_LIBRARY, as tests/cli/CMakeLists.txt sets).
 """
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -136,6 +140,8 @@ def case_commands(tmp):
     p = run(["info", "--model", model, "--recipe", "fp8-kv", "--trainer"])
     for text in ("parameters", "compute weights", "optimizer state", "version", "backend"):
         check(text in p.stdout, f"info shows {text}:\n{p.stdout}")
+    total, active = parameter_counts(p.stdout)
+    check(total == active, f"a dense HF folder computes with all of its weights:\n{p.stdout}")
     run(["info"])
     run(["train", "--help"])
 
@@ -184,7 +190,7 @@ def case_plan(tmp):
     norms = 16 * 2 * 2048 + 2048
     gib = 1024.0 ** 3
     p = run(["info", "--plan"] + LLAMA32_1B + ["--kv-tokens", "4096"])
-    check(f"parameters {params}" in p.stdout, f"the published 1.24B parameters:\n{p.stdout}")
+    check(f"parameters {params} total, {params} active" in p.stdout, f"the published 1.24B parameters:\n{p.stdout}")
     rows = plan_rows(p.stdout)
     check(list(rows) == [0], f"one rank, one row:\n{p.stdout}")
     expected = {"master": 2 * 4 * params,  # the policy's host copy and the trainer's arena
@@ -217,7 +223,90 @@ def case_plan(tmp):
     p = run(["info", "--plan", "--ranks", "0"], expect=2)
     check("--ranks" in p.stderr, p.stderr)
     p = run(["info", "--plan", "--model", tmp], expect=2)
-    check("does not read --model" in p.stderr, p.stderr)
+    check("does not read an HF folder" in p.stderr, p.stderr)
+
+
+def parameter_counts(stdout):
+    """(total, active) from `info`'s "parameters T total, A active per token" line."""
+    match = re.search(r"^parameters (\d+) total, (\d+) active per token$", stdout, re.MULTILINE)
+    check(match is not None, f"a parameters line:\n{stdout}")
+    return int(match[1]), int(match[2])
+
+
+def built_in_counts(experts=0, top_k=0, expert_width=0, layers=2, hidden=128, heads=4, kv_heads=2,
+                    intermediate=256, vocab=48):
+    """(total, active) weights of a built-in model, by hand from the HF architectures: vocab is the task's
+    character vocabulary padded to 48; with experts, each layer is a Qwen3-MoE sparse layer (q/k head norms,
+    a router of experts x hidden, experts of 3 x hidden x expert_width) instead of a dense SwiGLU MLP."""
+    head_dim = hidden // heads
+    attention = 2 * hidden * hidden + 2 * hidden * kv_heads * head_dim + 2 * hidden  # q, o, k, v, two norms
+    common = 2 * vocab * hidden + hidden  # embeddings, head, final norm
+    if experts == 0:
+        dense = common + layers * (attention + 3 * hidden * intermediate)
+        return dense, dense
+    sparse = common + layers * (attention + 2 * head_dim + experts * hidden)
+    expert = 3 * hidden * expert_width
+    return sparse + layers * experts * expert, sparse + layers * top_k * expert
+
+
+def case_moe(tmp):
+    # moe-tiny: tiny's attention, 8 experts of width 128, top 2: a token uses as many MLP weights as tiny's
+    p = run(["info", "--model", "moe-tiny", "--threads", "2"])
+    check("family qwen3_moe" in p.stdout and "experts 8, 2 per token, expert intermediate 128" in p.stdout, p.stdout)
+    check(parameter_counts(p.stdout) == built_in_counts(8, 2, 128) == (899840, 310016), p.stdout)
+    tiny_total, tiny_active = built_in_counts()
+    check(parameter_counts(run(["info", "--threads", "2"]).stdout) == (tiny_total, tiny_active), "dense: active = total")
+    check(abs(310016 - tiny_active) / tiny_active < 0.01, "moe-tiny's active weights are about tiny's")
+    p = run(["info", "--model", "moe-tiny", "--experts", "4", "--experts-per-token", "1", "--moe-intermediate", "64",
+             "--layers", "3", "--threads", "2"])
+    check(parameter_counts(p.stdout) == built_in_counts(4, 1, 64, layers=3), p.stdout)
+    p = run(["info", "--plan", "--model", "moe-tiny"])
+    check(parameter_counts(p.stdout) == built_in_counts(8, 2, 128), p.stdout)
+
+    # generation: deterministic for a seed, tokens inside the vocabulary
+    args = ["generate", "--model", "moe-tiny", "--prompt-ids", "1,2,3", "--prompt-ids", "4,5", "--recipe", "fp8",
+            "--max-new-tokens", "6", "--seed", "7", "--threads", "2"]
+    first, again = run(args).stdout, run(args).stdout
+    check(first == again and first.count("finish: length") == 2, f"{first}\n{again}")
+    tokens = [int(t) for line in first.splitlines() if line.strip().startswith("tokens:") for t in line.split()[1:]]
+    check(len(tokens) == 12 and all(0 <= t < 48 for t in tokens), first)
+    p = run(["generate", "--model", "moe-tiny", "--task", "reverse", "--prompt", "ab|", "--threads", "2"])
+    check("text:" in p.stdout, p.stdout)
+
+    # training stops at the library's refusal: exit 1 with its message, no crash
+    p = run(["train", "--model", "moe-tiny", "--task", "reverse", "--length", "3", "--letters", "3", "--sft-steps",
+             "2", "--steps", "1", "--threads", "2", "--quiet", "--out", os.path.join(tmp, "run")], expect=1)
+    check("FP8RL_ERROR_UNSUPPORTED" in p.stderr and "Mixture-of-Experts" in p.stderr
+          and "internal error" not in p.stderr, p.stderr)
+
+    # bad input names the flag (exit 2) or the library names the field (exit 1)
+    p = run(["train", "--model", "moe-huge"], expect=2)
+    check("'--model' must be one of tiny|moe-tiny" in p.stderr, p.stderr)
+    p = run(["train", "--model", "moe-tiny", "--init-from", tmp], expect=2)
+    check("either --model or --init-from" in p.stderr, p.stderr)
+    p = run(["info", "--experts", "4"], expect=2)
+    check("--experts needs --model moe-tiny" in p.stderr, p.stderr)
+    p = run(["generate", "--model", "moe-tiny", "--experts-per-token", "9", "--prompt-ids", "1"], expect=1)
+    check("num_experts_per_tok (9) exceeds num_experts (8)" in p.stderr, p.stderr)
+
+    # an HF folder: its config.json says qwen3_moe, info reads it and counts as for the built-in shape
+    import fp8rl  # noqa: E402 (only this case needs the binding)
+    config = fp8rl.ModelConfig(family=fp8rl.ModelFamily.QWEN3_MOE, qk_norm=True, vocab_size=48, hidden_size=64,
+                               num_layers=3, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                               max_position_embeddings=32, num_experts=4, num_experts_per_tok=2,
+                               moe_intermediate_size=32, norm_topk_prob=True, mlp_only_layers=(1,))
+    folder = os.path.join(tmp, "moe")
+    with fp8rl.Policy.random(config, seed=3) as policy:
+        policy.save(folder)
+    p = run(["info", "--model", folder, "--threads", "2"])
+    check("family qwen3_moe" in p.stdout and "dense layers 1," in p.stdout, p.stdout)
+    # layers 0 and 2 sparse; layer 1 keeps its q/k norms but has the dense MLP of 3 x 64 x 96
+    total, active = built_in_counts(4, 2, 32, layers=3, hidden=64, vocab=48)
+    expert_layer = 4 * 64 + 4 * 3 * 64 * 32  # router, experts
+    dense_layer = 3 * 64 * 96
+    check(parameter_counts(p.stdout) == (total - expert_layer + dense_layer,
+                                         active - (expert_layer - 2 * 3 * 64 * 32) + dense_layer), p.stdout)
+    run(["generate", "--model", folder, "--prompt-ids", "1,2", "--threads", "2"])
 
 
 def main():
@@ -226,7 +315,7 @@ def main():
         sys.exit(__doc__)
     FP8RL = os.path.abspath(sys.argv[1])
     cases = {"train": case_train, "resume": case_resume, "errors": case_errors, "commands": case_commands,
-             "compare": case_compare, "minibatches": case_minibatches, "plan": case_plan}
+             "compare": case_compare, "minibatches": case_minibatches, "plan": case_plan, "moe": case_moe}
     names = list(cases) if sys.argv[2] == "all" else [sys.argv[2]]
     for name in names:
         with tempfile.TemporaryDirectory(prefix="fp8rl_cli_") as tmp:

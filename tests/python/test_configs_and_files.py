@@ -59,7 +59,10 @@ def test_model_config_defaults_equal_the_librarys():
     assert all(getattr(struct, name) == 0 for name in required)  # "all sizes 0 (to be set)"
     eos = defaults.pop("eos_token_ids")
     assert eos == () and struct.num_eos_token_ids == 0
-    assert_defaults_match(defaults, struct, {}, special=required | {"eos_token_ids", "num_eos_token_ids"})
+    dense = defaults.pop("mlp_only_layers")
+    assert dense == () and struct.num_mlp_only_layers == 0
+    assert_defaults_match(defaults, struct, {}, special=required | {"eos_token_ids", "num_eos_token_ids",
+                                                                     "mlp_only_layers", "num_mlp_only_layers"})
 
 
 def test_recipe_defaults_equal_the_librarys():

@@ -1,4 +1,4 @@
-// `fp8rl generate`: sample completions from an HF model or the built-in
+// `fp8rl generate`: sample completions from an HF model or a built-in
 // policy (optionally with weights from a training checkpoint).
 #include <cstdio>
 #include <sstream>
@@ -16,7 +16,7 @@
 namespace fp8rl_cli {
 
 void declare_generate(ArgParser& p) {
-  p.option("model", "", "HF model folder (default: the built-in policy from --seed and the model flags)");
+  p.option("model", "", "tiny|moe-tiny (built-in, from --seed and the model flags; default tiny) or an HF folder");
   p.option("checkpoint", "", "built-in policy: load weights from a training state (state.safetensors)");
   declare_model_flags(p);
   p.option("recipe", "bf16", "bf16|fp8|fp8-kv|fp8-gen (fp8-gen generates as fp8-kv)");
@@ -64,11 +64,12 @@ PromptBatch read_prompts(const ArgParser& p, const Tokenizer& tokenizer, bool& u
 }
 
 Policy make_policy(const ArgParser& p, const Context& context, uint64_t seed) {
-  if (!p.text("model").empty()) {
-    if (p.given("checkpoint")) throw UsageError("--checkpoint applies to the built-in policy, not --model");
-    return load_policy(context, p.text("model"));
+  const std::string model = p.text("model");
+  if (!is_builtin_model(model)) {
+    if (p.given("checkpoint")) throw UsageError("--checkpoint applies to a built-in model, not an HF folder");
+    return load_policy(context, model);
   }
-  Policy policy = create_random_policy(context, builtin_config(model_shape(p), Tokenizer().padded_size()), seed);
+  Policy policy = create_random_policy(context, builtin_config(model_shape(p, model), Tokenizer().padded_size()), seed);
   if (p.given("checkpoint")) {
     // The C API reads a training state only through a trainer; its master weights become the policy's.
     fp8rl_trainer_options options;

@@ -15,7 +15,7 @@
 namespace fp8rl_cli {
 
 void declare_info(ArgParser& p) {
-  p.option("model", "", "HF model folder (default: the built-in policy from the model flags)");
+  p.option("model", "", "tiny|moe-tiny (built-in, from the model flags; default tiny) or an HF folder");
   declare_model_flags(p);
   p.option("recipe", "bf16", "bf16|fp8|fp8-kv|fp8-gen (fp8-gen shows the generator's recipe)");
   p.flag("trainer", "also create a trainer and report its memory");
@@ -33,18 +33,36 @@ const char* precision(fp8rl_precision p) { return p == FP8RL_PRECISION_FP8 ? "FP
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
+// HF's model_type names, indexed by fp8rl_model_family.
+const char* family_name(fp8rl_model_family family) {
+  static const char* const names[] = {"llama", "qwen2", "qwen3", "qwen3_moe"};
+  const int index = static_cast<int>(family);
+  return index >= 0 && index < static_cast<int>(sizeof names / sizeof names[0]) ? names[index] : "?";
+}
+
+void print_moe(const fp8rl_model_config& c) {
+  std::printf("  experts %lld, %lld per token, expert intermediate %lld, sparse every %lld layer(s)",
+              static_cast<long long>(c.num_experts), static_cast<long long>(c.num_experts_per_tok),
+              static_cast<long long>(c.moe_intermediate_size), static_cast<long long>(c.decoder_sparse_step));
+  if (c.num_mlp_only_layers > 0) {
+    std::printf(", dense layers");
+    for (int32_t i = 0; i < c.num_mlp_only_layers; ++i) std::printf(" %d", c.mlp_only_layers[i]);
+  }
+  std::printf(",\n  top-k weights renormalized %s, router aux loss coefficient %g\n", c.norm_topk_prob ? "yes" : "no",
+              c.router_aux_loss_coef);
+}
+
 void print_config(const fp8rl_model_config& c) {
-  static const char* const families[] = {"llama", "qwen2", "qwen3"};
-  const int family = static_cast<int>(c.family);
   std::printf(
       "model\n  family %s, vocab %lld, hidden %lld, layers %lld, heads %lld/%lld kv, head_dim %lld,\n"
       "  intermediate %lld, max positions %lld, tied embeddings %s\n",
-      family >= 0 && family < 3 ? families[family] : "?", static_cast<long long>(c.vocab_size),
-      static_cast<long long>(c.hidden_size), static_cast<long long>(c.num_layers),
-      static_cast<long long>(c.num_attention_heads), static_cast<long long>(c.num_key_value_heads),
+      family_name(c.family), static_cast<long long>(c.vocab_size), static_cast<long long>(c.hidden_size),
+      static_cast<long long>(c.num_layers), static_cast<long long>(c.num_attention_heads),
+      static_cast<long long>(c.num_key_value_heads),
       static_cast<long long>(c.head_dim != 0 ? c.head_dim : c.hidden_size / c.num_attention_heads),
       static_cast<long long>(c.intermediate_size), static_cast<long long>(c.max_position_embeddings),
       c.tie_word_embeddings ? "yes" : "no");
+  if (c.family == FP8RL_MODEL_FAMILY_QWEN3_MOE) print_moe(c);
 }
 
 void print_memory(const char* title, const fp8rl_memory_report& m) {
@@ -98,24 +116,32 @@ void print_recipe(const std::string& name, const fp8rl_recipe& recipe) {
               recipe.scale_format == FP8RL_SCALE_POW2 ? "pow2" : "fp32");
 }
 
-void print_parameters(int64_t parameters) { std::printf("parameters %lld\n", static_cast<long long>(parameters)); }
+// Total and active (per token: only num_experts_per_tok experts of a sparse
+// layer count) weights; the two are equal for a dense model.
+void print_parameters(const fp8rl_model_config& config) {
+  int64_t total = 0, active = 0;
+  check(fp8rl_model_config_parameter_count(&config, &total), "fp8rl_model_config_parameter_count");
+  check(fp8rl_model_config_active_parameter_count(&config, &active), "fp8rl_model_config_active_parameter_count");
+  std::printf("parameters %lld total, %lld active per token\n", static_cast<long long>(total),
+              static_cast<long long>(active));
+}
 
-// --plan: the built-in model's shape from the flags, planned through
+// --plan: a built-in model's shape from the flags, planned through
 // fp8rl_memory_plan without building it (an 8B or 70B shape plans at once).
 int run_plan(const ArgParser& p, const std::string& recipe_name) {
-  if (!p.text("model").empty())
-    throw UsageError("--plan plans the built-in model's shape from the model flags; it does not read --model");
+  const std::string model = p.text("model");
+  if (!is_builtin_model(model))
+    throw UsageError("--plan plans a built-in shape (--model tiny|moe-tiny and the model flags); it does not "
+                     "read an HF folder");
   const int64_t vocab = p.given("vocab") ? p.integer("vocab", 1, int64_t{1} << 24) : Tokenizer().padded_size();
-  fp8rl_model_config config = builtin_config(model_shape(p), vocab);
+  fp8rl_model_config config = builtin_config(model_shape(p, model), vocab);
   config.tie_word_embeddings = p.is_set("tie-embeddings") ? 1 : 0;
   // The trained policy's recipe: under fp8-gen that is BF16, and the FP8
   // generator is a second policy this plan does not include.
   const fp8rl_recipe recipe = learner_recipe(recipe_name);
   print_config(config);
   print_recipe(recipe_name == "fp8-gen" ? "bf16 (the trainer's under fp8-gen)" : recipe_name, recipe);
-  int64_t parameters = 0;
-  check(fp8rl_model_config_parameter_count(&config, &parameters), "fp8rl_model_config_parameter_count");
-  print_parameters(parameters);
+  print_parameters(config);
   print_plan(config, recipe, static_cast<int32_t>(p.integer("ranks", 1, 1 << 20)),
              p.integer("kv-tokens", 0, int64_t{1} << 40));
   return 0;
@@ -129,17 +155,17 @@ int run_info(const ArgParser& p) {
   for (const char* option : {"ranks", "kv-tokens", "vocab", "tie-embeddings"})
     if (p.given(option)) throw UsageError(std::string("--") + option + " needs --plan");
   Context context(threads(p));
+  const std::string model = p.text("model");
   const Policy policy =
-      p.text("model").empty()
-          ? create_random_policy(context, builtin_config(model_shape(p), Tokenizer().padded_size()), 0)
-          : load_policy(context, p.text("model"));
+      is_builtin_model(model)
+          ? create_random_policy(context, builtin_config(model_shape(p, model), Tokenizer().padded_size()), 0)
+          : load_policy(context, model);
   const fp8rl_recipe recipe = generator_recipe(recipe_name);
   set_recipe(policy, recipe);
-  print_config(policy_config(policy));
+  const fp8rl_model_config config = policy_config(policy);
+  print_config(config);
   print_recipe(recipe_name, recipe);
-  int64_t parameters = 0;
-  check(fp8rl_policy_parameter_count(policy.get(), &parameters), "fp8rl_policy_parameter_count");
-  print_parameters(parameters);
+  print_parameters(config);
   fp8rl_memory_report report;
   check(fp8rl_memory_report_init(&report), "fp8rl_memory_report_init");
   check(fp8rl_policy_memory(policy.get(), &report), "fp8rl_policy_memory");

@@ -38,6 +38,7 @@ void declare_train(ArgParser& p) {
   p.option("save-every", std::to_string(d.save_every), "checkpoint every N GRPO steps (and at the end)");
   p.option("eval-every", std::to_string(d.eval_every), "validate every N GRPO steps (and at the end)");
   p.option("val-size", std::to_string(d.val_size), "validation problems");
+  p.option("model", "tiny", "built-in model: tiny|moe-tiny (an HF folder goes with --init-from)");
   p.option("init-from", "", "HF model folder to start from (vocab must cover the task's characters)");
   declare_model_flags(p);
   p.option("max-new-tokens", "0", "completion limit (0 = longest answer + 3)");
@@ -71,7 +72,8 @@ TrainConfig train_config_from(const ArgParser& p) {
   c.eval_every = p.integer("eval-every", 1, INT64_MAX);
   c.val_size = p.integer("val-size", 1, 100000);
   c.init_from = p.text("init-from");
-  c.shape = model_shape(p);
+  if (!c.init_from.empty() && p.given("model")) throw UsageError("give either --model or --init-from");
+  c.shape = model_shape(p, p.choice("model", builtin_model_names()));
   c.max_new_tokens = static_cast<int>(p.integer("max-new-tokens", 0, 100000));
   c.temperature = p.real("temperature", 1e-3, 100);
   return c;

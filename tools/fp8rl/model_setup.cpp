@@ -36,6 +36,15 @@ fp8rl_model_config builtin_config(const ModelShape& shape, int64_t vocab_size) {
   config.num_key_value_heads = shape.kv_heads;
   config.intermediate_size = shape.intermediate;
   config.max_position_embeddings = shape.max_positions;
+  if (shape.experts > 0) {  // Qwen3-MoE: Qwen3 attention (q/k head norms), every layer sparse
+    config.family = FP8RL_MODEL_FAMILY_QWEN3_MOE;
+    config.qk_norm = 1;
+    config.num_experts = shape.experts;
+    config.num_experts_per_tok = shape.experts_per_token;
+    config.moe_intermediate_size = shape.moe_intermediate;
+    config.norm_topk_prob = 1;        // as Qwen3-30B-A3B
+    config.router_aux_loss_coef = 0;  // RL keeps the load-balancing loss off (it perturbs log-probs)
+  }
   config.bos_token_id = Tokenizer::kBos;
   config.eos_token_ids[0] = Tokenizer::kEos;
   config.num_eos_token_ids = 1;

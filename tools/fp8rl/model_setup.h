@@ -1,4 +1,4 @@
-// Building policies: the built-in tiny llama from a seed, or an HF folder,
+// Building policies: a built-in model (tiny, moe-tiny) from a seed, or an HF folder,
 // and the named precision recipes.
 #ifndef FP8RL_TOOLS_MODEL_SETUP_H
 #define FP8RL_TOOLS_MODEL_SETUP_H
@@ -20,7 +20,7 @@ fp8rl_recipe generator_recipe(const std::string& name);
 // The recipe the *trained* policy runs under `name` (fp8-gen: BF16).
 fp8rl_recipe learner_recipe(const std::string& name);
 
-// The built-in llama over the task tokenizer's vocabulary.
+// The built-in model over the task tokenizer's vocabulary: a Llama, or a Qwen3-MoE when shape.experts > 0.
 fp8rl_model_config builtin_config(const ModelShape& shape, int64_t vocab_size);
 
 Policy create_random_policy(const Context& context, const fp8rl_model_config& config, uint64_t seed);

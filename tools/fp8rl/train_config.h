@@ -12,7 +12,9 @@
 
 namespace fp8rl_cli {
 
-// The built-in policy's architecture (ignored with init_from).
+// The built-in policy's architecture (ignored with init_from). experts > 0
+// makes it a Qwen3-MoE whose every layer is sparse; intermediate is then
+// unused by the layers but still a field of the config, as in HF's files.
 struct ModelShape {
   int64_t layers = 2;
   int64_t hidden = 128;
@@ -20,6 +22,9 @@ struct ModelShape {
   int64_t kv_heads = 2;
   int64_t intermediate = 256;
   int64_t max_positions = 64;
+  int64_t experts = 0;  // 0: a dense Llama
+  int64_t experts_per_token = 0;
+  int64_t moe_intermediate = 0;
 };
 
 struct TrainConfig {

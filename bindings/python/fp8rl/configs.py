@@ -58,7 +58,14 @@ def _initialized(struct_type: Type[_Struct], init_name: str) -> _Struct:
 
 @dataclass
 class ModelConfig(_CStruct):
-    """A decoder-only transformer's architecture; the fields are the Hugging Face ``config.json`` keys."""
+    """A decoder-only transformer's architecture; the fields are the Hugging Face ``config.json`` keys.
+
+    The Mixture-of-Experts fields (``num_experts`` to ``router_aux_loss_coef``)
+    are Qwen3-MoE's (``family=ModelFamily.QWEN3_MOE``) and stay at their
+    defaults for the dense families. ``intermediate_size`` is then the width
+    of the dense layers (those in ``mlp_only_layers`` or skipped by
+    ``decoder_sparse_step``).
+    """
 
     vocab_size: int
     hidden_size: int
@@ -81,27 +88,50 @@ class ModelConfig(_CStruct):
     qk_norm: bool = False
     bos_token_id: int = -1
     eos_token_ids: Tuple[int, ...] = ()
+    num_experts: int = 0  #: experts of each sparse layer
+    num_experts_per_tok: int = 0  #: experts each token is routed to (top-k), in [1, num_experts]
+    moe_intermediate_size: int = 0  #: SwiGLU width of each expert
+    norm_topk_prob: bool = False  #: renormalize the chosen experts' router weights to sum 1
+    decoder_sparse_step: int = 1  #: layer i is sparse when (i + 1) % decoder_sparse_step == 0 ...
+    mlp_only_layers: Tuple[int, ...] = ()  #: ... and i is not one of these
+    router_aux_loss_coef: float = 0.001  #: the file's load-balancing coefficient, kept with the model
 
     def _to_c(self) -> _raw.fp8rl_model_config:
         struct = _initialized(_raw.fp8rl_model_config, "fp8rl_model_config_init")
         eos = tuple(self.eos_token_ids)
         if len(eos) > _raw.FP8RL_MAX_EOS_TOKEN_IDS:
             raise invalid(f"eos_token_ids: at most {_raw.FP8RL_MAX_EOS_TOKEN_IDS} tokens, got {len(eos)}")
-        self._write(struct, skip=("eos_token_ids",))
+        dense = tuple(self.mlp_only_layers)
+        if len(dense) > _raw.FP8RL_MAX_MLP_ONLY_LAYERS:
+            raise invalid(f"mlp_only_layers: at most {_raw.FP8RL_MAX_MLP_ONLY_LAYERS} layers, got {len(dense)}")
+        self._write(struct, skip=("eos_token_ids", "mlp_only_layers"))
         for index, token in enumerate(eos):
             struct.eos_token_ids[index] = token
         struct.num_eos_token_ids = len(eos)
+        for index, layer in enumerate(dense):
+            struct.mlp_only_layers[index] = layer
+        struct.num_mlp_only_layers = len(dense)
         return struct
 
     @classmethod
     def _from_c(cls, struct: _raw.fp8rl_model_config) -> "ModelConfig":
         eos = tuple(struct.eos_token_ids[i] for i in range(struct.num_eos_token_ids))
-        return cls._read(struct, eos_token_ids=eos)
+        dense = tuple(struct.mlp_only_layers[i] for i in range(struct.num_mlp_only_layers))
+        return cls._read(struct, eos_token_ids=eos, mlp_only_layers=dense)
 
     def parameter_count(self) -> int:
         """The number of weights (validates the configuration; raises InvalidArgumentError naming a bad field)."""
         count = ctypes.c_int64()
         check(library().fp8rl_model_config_parameter_count(ctypes.byref(self._to_c()), ctypes.byref(count)))
+        return count.value
+
+    def active_parameter_count(self) -> int:
+        """The weights one token computes with: only num_experts_per_tok experts of a sparse layer count.
+
+        Equals parameter_count() for a dense model; validates like it.
+        """
+        count = ctypes.c_int64()
+        check(library().fp8rl_model_config_active_parameter_count(ctypes.byref(self._to_c()), ctypes.byref(count)))
         return count.value
 
 

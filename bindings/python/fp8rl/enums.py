@@ -41,6 +41,7 @@ class ModelFamily(enum.IntEnum):
     LLAMA = r.FP8RL_MODEL_FAMILY_LLAMA
     QWEN2 = r.FP8RL_MODEL_FAMILY_QWEN2
     QWEN3 = r.FP8RL_MODEL_FAMILY_QWEN3
+    QWEN3_MOE = r.FP8RL_MODEL_FAMILY_QWEN3_MOE  #: Qwen3 attention; sparse layers of routed experts
 
 
 class RopeScaling(enum.IntEnum):

@@ -58,7 +58,8 @@ export Context, backend, num_threads, description, rank, world_size
 export Communicator, mpi_communicator, nccl_unique_id, nccl_communicator
 export ModelConfig, Recipe, SamplingParams, CalibrationConfig, LossConfig, OptimizerConfig, TrainerConfig
 export QuantizeOptions, ImportanceOptions
-export Policy, load_policy, context, config, recipe, set_recipe!, parameter_count, memory, save, export_fp8
+export Policy, load_policy, context, config, recipe, set_recipe!, parameter_count, active_parameter_count, memory,
+    save, export_fp8
 export fingerprint
 export attention_scales, set_attention_scales!, recalibrate_attention_scales!, copy_weights!
 export Rollout, Completion, generate, score, completions, total_tokens

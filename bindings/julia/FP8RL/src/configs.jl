@@ -9,16 +9,21 @@ for field the keys of a Hugging Face `config.json` (`num_layers` is its
 `num_hidden_layers`). The seven sizes are required; the other fields take the
 defaults of `fp8rl_model_config_init`:
 
-- `family = :llama` (or `:qwen2`, `:qwen3`);
+- `family = :llama` (or `:qwen2`, `:qwen3`, `:qwen3_moe`);
 - `head_dim = 0`: implied, `hidden_size ÷ num_attention_heads`, which must divide exactly;
 - `rms_norm_eps = 1e-5`, `rope_theta = 10000.0`;
 - `rope_scaling = :none` (or `:llama3`, with `rope_factor = 1.0`, `rope_low_freq_factor = 1.0`,
   `rope_high_freq_factor = 4.0` and `rope_original_max_position_embeddings = 0`);
 - `tie_word_embeddings = false`, `attention_bias = false`, `qk_norm = false`;
-- `bos_token_id = -1` (none) and `eos_token_ids = Int64[]` (at most 8).
+- `bos_token_id = -1` (none) and `eos_token_ids = Int64[]` (at most 8);
+- Mixture-of-Experts, for `:qwen3_moe` only: `num_experts = 0`, `num_experts_per_tok = 0` (top-k, in
+  1:num_experts), `moe_intermediate_size = 0` (each expert's SwiGLU width), `norm_topk_prob = false`
+  (renormalize the chosen experts' weights), `decoder_sparse_step = 1` and `mlp_only_layers = Int32[]`
+  (at most 64; 0-based layer `i` is sparse when not listed and `(i + 1) % decoder_sparse_step == 0`,
+  other layers keep the dense MLP of `intermediate_size`), `router_aux_loss_coef = 0.001`.
 
 The library checks the values when the config is used: [`parameter_count`](@ref)
-validates one and names a bad field.
+and [`active_parameter_count`](@ref) validate one and name a bad field.
 """
 struct ModelConfig <: _Options
     family::Union{Symbol,Int32}
@@ -42,6 +47,13 @@ struct ModelConfig <: _Options
     qk_norm::Bool
     bos_token_id::Int64
     eos_token_ids::Vector{Int64}
+    num_experts::Int64
+    num_experts_per_tok::Int64
+    moe_intermediate_size::Int64
+    norm_topk_prob::Bool
+    decoder_sparse_step::Int64
+    mlp_only_layers::Vector{Int32}
+    router_aux_loss_coef::Float64
 end
 
 _enums(::Type{ModelConfig}) = (family = _FAMILY, rope_scaling = _ROPE_SCALING)
@@ -53,21 +65,28 @@ function ModelConfig(; vocab_size, hidden_size, num_layers, num_attention_heads,
                  intermediate_size, max_position_embeddings, options...)
 end
 
-# A ModelConfig from the raw struct: its first num_eos_token_ids EOS tokens count.
+# A ModelConfig from the raw struct: its first num_eos_token_ids EOS tokens
+# and first num_mlp_only_layers dense layers count.
 function _model_config(raw::L.fp8rl_model_config)
-    count = clamp(Int(raw.num_eos_token_ids), 0, L.FP8RL_MAX_EOS_TOKEN_IDS)
-    return _from_c(ModelConfig, raw; eos_token_ids = collect(Int64, raw.eos_token_ids[1:count]))
+    eos = clamp(Int(raw.num_eos_token_ids), 0, L.FP8RL_MAX_EOS_TOKEN_IDS)
+    dense = clamp(Int(raw.num_mlp_only_layers), 0, L.FP8RL_MAX_MLP_ONLY_LAYERS)
+    return _from_c(ModelConfig, raw; eos_token_ids = collect(Int64, raw.eos_token_ids[1:eos]),
+                   mlp_only_layers = collect(Int32, raw.mlp_only_layers[1:dense]))
+end
+
+# The fixed-size C array of `values` (the rest as in `defaults`), or an error naming `field`.
+function _c_array(values, defaults::NTuple{N}, field) where {N}
+    length(values) > N && throw(_invalid("ModelConfig: $field: at most $N entries, got $(length(values))"))
+    return ntuple(i -> i <= length(values) ? values[i] : defaults[i], N)
 end
 
 function _to_c(model::ModelConfig)
-    count = length(model.eos_token_ids)
-    if count > L.FP8RL_MAX_EOS_TOKEN_IDS
-        throw(_invalid("ModelConfig: eos_token_ids: at most $(L.FP8RL_MAX_EOS_TOKEN_IDS) tokens, got $count"))
-    end
     raw = _c_defaults(L.fp8rl_model_config)
-    eos = ntuple(i -> i <= count ? model.eos_token_ids[i] : raw.eos_token_ids[i], L.FP8RL_MAX_EOS_TOKEN_IDS)
-    raw = _to_c_fields(model, raw; skip = (:eos_token_ids,))
-    return _with(raw; eos_token_ids = eos, num_eos_token_ids = count)
+    eos = _c_array(model.eos_token_ids, raw.eos_token_ids, "eos_token_ids")
+    dense = _c_array(model.mlp_only_layers, raw.mlp_only_layers, "mlp_only_layers")
+    raw = _to_c_fields(model, raw; skip = (:eos_token_ids, :mlp_only_layers))
+    return _with(raw; eos_token_ids = eos, num_eos_token_ids = length(model.eos_token_ids),
+                 mlp_only_layers = dense, num_mlp_only_layers = length(model.mlp_only_layers))
 end
 
 """
@@ -81,6 +100,19 @@ LM head). Validates the config: a bad one throws an [`FP8RLError`](@ref)
 function parameter_count(model::ModelConfig)
     count = Ref{Int64}(0)
     check(L.fp8rl_model_config_parameter_count(Ref(_to_c(model)), count))
+    return Int(count[])
+end
+
+"""
+    active_parameter_count(config::ModelConfig) -> Int
+
+The weights one token computes with: [`parameter_count`](@ref) with only
+`num_experts_per_tok` experts in each sparse layer (the same count for a
+dense model). Validates the config as `parameter_count` does.
+"""
+function active_parameter_count(model::ModelConfig)
+    count = Ref{Int64}(0)
+    check(L.fp8rl_model_config_active_parameter_count(Ref(_to_c(model)), count))
     return Int(count[])
 end
 

@@ -22,7 +22,7 @@ const _LAYOUT = _CEnum("layout", [
 const _SCALE_FORMAT = _CEnum("scale_format", [:fp32 => L.FP8RL_SCALE_FP32, :pow2 => L.FP8RL_SCALE_POW2])
 const _FAMILY = _CEnum("family", [
     :llama => L.FP8RL_MODEL_FAMILY_LLAMA, :qwen2 => L.FP8RL_MODEL_FAMILY_QWEN2,
-    :qwen3 => L.FP8RL_MODEL_FAMILY_QWEN3])
+    :qwen3 => L.FP8RL_MODEL_FAMILY_QWEN3, :qwen3_moe => L.FP8RL_MODEL_FAMILY_QWEN3_MOE])
 const _ROPE_SCALING = _CEnum("rope_scaling", [
     :none => L.FP8RL_ROPE_SCALING_NONE, :llama3 => L.FP8RL_ROPE_SCALING_LLAMA3])
 const _PRECISION = _CEnum("precision", [:bf16 => L.FP8RL_PRECISION_BF16, :fp8 => L.FP8RL_PRECISION_FP8])

@@ -259,6 +259,25 @@ end
     @test err isa FP8RLError && err.status == 1234 && err.status_name == "FP8RL_STATUS_UNKNOWN"
 end
 
+@testset "Qwen3-MoE configs" begin
+    # layers 0 and 2 sparse (4 experts of width 32, top 2), layer 1 dense (intermediate_size 128)
+    moe = tiny_config(family = :qwen3_moe, qk_norm = true, num_layers = 3, num_experts = 4, num_experts_per_tok = 2,
+                      moe_intermediate_size = 32, norm_topk_prob = true, mlp_only_layers = [1])
+    @test FP8RL._model_config(FP8RL._to_c(moe)) == moe
+    # embeddings and head 2x32x64, final norm 64; per layer q and o 64x64, k and v 64x32, two norms of 64, q/k
+    # head norms of 16; layer 1: MLP 3x64x128; layers 0 and 2: router 4x64 and 4 (active: 2) experts 3x64x32
+    common = 2 * 32 * 64 + 64 + 3 * (2 * 4096 + 2 * 2048 + 2 * 64 + 2 * 16) + 3 * 64 * 128
+    @test parameter_count(moe) == common + 2 * (4 * 64 + 4 * 3 * 64 * 32)
+    @test active_parameter_count(moe) == common + 2 * (4 * 64 + 2 * 3 * 64 * 32)
+    @test active_parameter_count(tiny_config()) == parameter_count(tiny_config())
+    @test is_error(thrown(() -> parameter_count(tiny_config(; family = :qwen3_moe, qk_norm = true, num_experts = 4,
+                                                            num_experts_per_tok = 5, moe_intermediate_size = 32))),
+                   INVALID_ARGUMENT, "num_experts_per_tok")
+    @test is_error(thrown(() -> parameter_count(tiny_config(mlp_only_layers = collect(0:64)))), INVALID_ARGUMENT,
+                   "mlp_only_layers: at most 64")
+    @test Policy(p -> generate(r -> length(r[1].tokens), p, [[1]], SAMPLING), moe) == 4
+end
+
 @testset "bad inputs are refused before anything reaches C" begin
     Policy(tiny_config(); seed = 1) do policy
         before = last_error_message()

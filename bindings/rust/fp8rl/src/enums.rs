@@ -76,6 +76,9 @@ c_enum! {
         Qwen2 = sys::FP8RL_MODEL_FAMILY_QWEN2,
         /// Qwen3: RMSNorm over each head of q and k.
         Qwen3 = sys::FP8RL_MODEL_FAMILY_QWEN3,
+        /// Qwen3-MoE (`qwen3_moe`): Qwen3 attention; sparse layers with a router and experts
+        /// (the `num_experts` fields of [`ModelConfig`](crate::ModelConfig)).
+        Qwen3Moe = sys::FP8RL_MODEL_FAMILY_QWEN3_MOE,
     }
 }
 

@@ -99,7 +99,7 @@ pub use fp8rl_sys as sys;
 pub use attention::{AttentionScales, CalibrationOptions};
 pub use batch::{IterationMetrics, TrainBatch, TrainMetrics};
 pub use communicator::{nccl_unique_id, CollectiveResult, Communicator, HostCollectives, NcclUniqueId, SumBuffer};
-pub use config::{ModelConfig, MAX_EOS_TOKEN_IDS};
+pub use config::{ModelConfig, MAX_EOS_TOKEN_IDS, MAX_MLP_ONLY_LAYERS};
 pub use context::{Context, ContextBuilder};
 pub use enums::{
     AdvantageBaseline, Aggregation, Backend, BlockLayout, DType, FinishReason, ImportanceMode, KlEstimator, LogLevel,
