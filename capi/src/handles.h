@@ -43,6 +43,12 @@ struct fp8rl_rollout {
   std::vector<int64_t> offsets;  // [count + 1]
   std::vector<fp8rl_finish_reason> finish;
   double seconds = 0.0;  // generation wall time
+  // Recorded expert choices (record_experts), completion i's [positions,
+  // sparse_layers, top_k] at [expert_offsets[i], expert_offsets[i + 1]).
+  std::vector<int32_t> experts;
+  std::vector<int64_t> expert_offsets;  // [count + 1]
+  int64_t sparse_layers = 0;
+  int64_t top_k = 0;
 };
 
 namespace fp8rl::capi {

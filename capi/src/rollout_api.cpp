@@ -27,6 +27,7 @@ fp8rl_sampling_options default_sampling_options() {
   options.stop_at_eos = defaults.stop_at_eos ? 1 : 0;
   options.batch_slots = defaults.batch_slots;
   options.max_tokens_per_step = defaults.max_tokens_per_step;
+  options.record_experts = defaults.record_experts ? 1 : 0;
   return options;
 }
 
@@ -49,11 +50,16 @@ fp8rl::rollout::SamplingOptions sampling_options_from(const fp8rl_sampling_optio
   options.stop_at_eos = o.stop_at_eos != 0;
   options.batch_slots = o.batch_slots;
   options.max_tokens_per_step = o.max_tokens_per_step;
+  options.record_experts = o.record_experts != 0;
   return options;
 }
 
-std::unique_ptr<fp8rl_rollout> flatten(const std::vector<fp8rl::rollout::Rollout>& rollouts) {
+std::unique_ptr<fp8rl_rollout> flatten(const std::vector<fp8rl::rollout::Rollout>& rollouts,
+                                       const fp8rl::model::ModelConfig& config) {
   auto result = std::make_unique<fp8rl_rollout>();
+  result->sparse_layers = fp8rl::model::sparse_layer_count(config);
+  result->top_k = config.moe.num_experts_per_tok;
+  result->expert_offsets.push_back(0);
   size_t total = 0;
   for (const auto& r : rollouts) total += r.tokens.size();
   result->tokens.reserve(total);
@@ -70,6 +76,8 @@ std::unique_ptr<fp8rl_rollout> flatten(const std::vector<fp8rl::rollout::Rollout
     result->logprobs.insert(result->logprobs.end(), r.logprobs.begin(), r.logprobs.end());
     result->offsets.push_back(static_cast<int64_t>(result->tokens.size()));
     result->finish.push_back(to_public(r.finish));
+    result->experts.insert(result->experts.end(), r.experts.begin(), r.experts.end());
+    result->expert_offsets.push_back(static_cast<int64_t>(result->experts.size()));
   }
   return result;
 }
@@ -104,7 +112,7 @@ FP8RL_API fp8rl_status fp8rl_policy_generate(fp8rl_policy* policy, const int32_t
       const std::lock_guard<std::mutex> lock(policy->context->impl.mutex());
       rollouts = fp8rl::rollout::generate(impl, prompts, seed_list, sampling);
     }
-    std::unique_ptr<fp8rl_rollout> result = flatten(rollouts);
+    std::unique_ptr<fp8rl_rollout> result = flatten(rollouts, impl.config());
     result->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     *out_rollout = result.release();
   });
@@ -171,6 +179,24 @@ FP8RL_API fp8rl_status fp8rl_rollout_get(const fp8rl_rollout* rollout, int64_t i
     if (out_logprobs != nullptr) *out_logprobs = impl.logprobs.data() + begin;
     if (out_length != nullptr) *out_length = impl.offsets[i + 1] - impl.offsets[i];
     if (out_finish != nullptr) *out_finish = impl.finish[i];
+  });
+}
+
+FP8RL_API fp8rl_status fp8rl_rollout_get_experts(const fp8rl_rollout* rollout, int64_t index,
+                                                 const int32_t** out_experts, int64_t* out_positions,
+                                                 int64_t* out_sparse_layers, int64_t* out_top_k) {
+  return guarded(__func__, [&] {
+    const auto& impl = rollout_of(rollout);
+    const int64_t count = count_of(impl);
+    fp8rl::require(index >= 0 && index < count,
+                   "index is " + std::to_string(index) + "; the rollout has " + std::to_string(count) + " completions");
+    const auto i = static_cast<size_t>(index);
+    const int64_t per_position = impl.sparse_layers * impl.top_k;
+    const int64_t values = impl.expert_offsets[i + 1] - impl.expert_offsets[i];
+    if (out_experts != nullptr) *out_experts = impl.experts.data() + impl.expert_offsets[i];
+    if (out_positions != nullptr) *out_positions = per_position > 0 ? values / per_position : 0;
+    if (out_sparse_layers != nullptr) *out_sparse_layers = impl.sparse_layers;
+    if (out_top_k != nullptr) *out_top_k = impl.top_k;
   });
 }
 

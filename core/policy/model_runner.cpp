@@ -33,7 +33,7 @@ ModelRunner::ModelRunner(Backend& backend, const model::ModelConfig& config)
 
 void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
                       KvCache& cache, const PassLimits& limits, const LogitsSink& sink,
-                      const ActivationObserver& observer, PassRecorder* recorder) {
+                      const ActivationObserver& observer, PassRecorder* recorder, const RoutingObserver& routing) {
   require(limits.max_tokens > 0 && limits.max_logit_rows > 0, "forward pass limits must be positive");
   check_row_inputs(batch);
   require(recorder == nullptr || static_cast<int64_t>(batch.size()) <= limits.max_tokens,
@@ -51,7 +51,7 @@ void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales,
       ++range.end;
     }
     range.logits_before = wanted;
-    pass(model, scales, batch, range, cache, sink, observer, recorder);
+    pass(model, scales, batch, range, cache, sink, observer, recorder, routing);
     wanted += rows;
     range.begin = range.end;
   }
@@ -92,7 +92,7 @@ void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
 
 void ModelRunner::pass(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
                        const Range& range, KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer,
-                       PassRecorder* recorder) {
+                       PassRecorder* recorder, const RoutingObserver& routing) {
   const int64_t tokens = static_cast<int64_t>(range.end - range.begin);
   int64_t rows = 0;
   int32_t max_position = 0;
@@ -109,7 +109,8 @@ void ModelRunner::pass(const CompiledModel& model, const AttentionScales& scales
   if (recorder) recorder->begin(tokens, pass_);
   const LayerActivations shared = workspace_activations();
   for (size_t layer = 0; layer < model.layers().size(); ++layer) {
-    layer_forward(model, layer, scales, tokens, cache, observer, recorder ? recorder->layer(layer) : shared);
+    layer_forward(model, layer, scales, static_cast<int64_t>(range.begin), tokens, cache, observer, routing,
+                  recorder ? recorder->layer(layer) : shared);
   }
   if (recorder) {
     backend_.copy_within(recorder->final_residual(), residual_.data(),
@@ -154,8 +155,9 @@ LayerActivations ModelRunner::workspace_activations() {
   return a;
 }
 
-void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t tokens,
-                                KvCache& cache, const ActivationObserver& observer, const LayerActivations& a) {
+void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t first,
+                                int64_t tokens, KvCache& cache, const ActivationObserver& observer,
+                                const RoutingObserver& routing, const LayerActivations& a) {
   const CompiledLayer& layer = model.layers()[index];
   const ScaleFormat format = model.scale_format();
   const int64_t hidden = config_.hidden_size, head_dim = config_.head_dim;
@@ -205,6 +207,7 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
     blocks::dense_mlp_forward(backend_, mlp_linear, layer, config_, tokens, a, projected_.data());
   } else {
     moe_.forward(mlp_linear, layer, config_, tokens, a.mlp_normed, projected_.data());
+    if (routing) routing(index, first, tokens, moe_.chosen().data());
   }
   backend_.add(residual_.data(), projected_.data(), tokens * hidden);
 }

@@ -36,6 +36,10 @@ using LogitsSink = std::function<void(int64_t first, int64_t count, const float*
 using ActivationObserver =
     std::function<void(size_t layer, int64_t tokens, const float* q, const float* k, const float* v)>;
 
+// Sees, in every pass, each sparse layer's expert choices: chosen [tokens, k]
+// host memory, best first, for the batch's tokens [first, first + tokens).
+using RoutingObserver = std::function<void(size_t layer, int64_t first, int64_t tokens, const int32_t* chosen)>;
+
 // The attention() arguments of layer `index` (its precision and scales) over
 // a pass's tokens with those indices; the backward pass reuses them.
 AttentionArgs attention_args(const model::ModelConfig& config, const CompiledLayer& layer, size_t index,
@@ -62,7 +66,7 @@ class ModelRunner {
   // recorder then keeps (pass_recorder.h).
   void run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, KvCache& cache,
            const PassLimits& limits, const LogitsSink& sink, const ActivationObserver& observer = {},
-           PassRecorder* recorder = nullptr);
+           PassRecorder* recorder = nullptr, const RoutingObserver& routing = {});
 
   // Builds the RoPE tables for positions [0, positions) now, so that no
   // later pass below that length uploads them (generation knows its longest
@@ -79,11 +83,14 @@ class ModelRunner {
     int64_t logits_before;  // wanted tokens before begin
   };
   void pass(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch, const Range& range,
-            KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer, PassRecorder* recorder);
+            KvCache& cache, const LogitsSink& sink, const ActivationObserver& observer, PassRecorder* recorder,
+            const RoutingObserver& routing);
   void ensure_workspace(int64_t tokens, int64_t logit_rows);
   LayerActivations workspace_activations();
-  void layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t tokens,
-                     KvCache& cache, const ActivationObserver& observer, const LayerActivations& out);
+  // The batch's tokens [first, first + tokens) through layer `index`.
+  void layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t first,
+                     int64_t tokens, KvCache& cache, const ActivationObserver& observer, const RoutingObserver& routing,
+                     const LayerActivations& out);
   void linear(const LinearWeights& weights, ScaleFormat scale_format, const float* x, int64_t rows, float* y);
   void head(const CompiledModel& model, int64_t rows, float* logits);
 

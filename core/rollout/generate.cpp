@@ -34,6 +34,12 @@ SampledLayout sampled_layout(size_t n) {
   return layout;
 }
 
+// Which sequence and position a token of the current batch is.
+struct TokenOwner {
+  int64_t request = 0;
+  int64_t position = 0;
+};
+
 struct Sequence {
   int64_t request = 0;
   int64_t slot = 0;
@@ -65,6 +71,9 @@ class Engine {
     for (int64_t s = 0; s < slots; ++s) free_slots_.push_back(s);
     for (int64_t r = 0; r < prompts.count; ++r) waiting_.push_back(r);
     cache_ = std::make_unique<policy::KvCache>(backend_, policy.compiled(), model::kv_dim(config_), slots * slot_rows_);
+    for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+      sparse_index_.push_back(model::is_sparse_layer(config_, layer) ? sparse_layers_++ : -1);
+    }
     policy.runner().prepare_positions(slot_rows_);
   }
 
@@ -93,9 +102,13 @@ class Engine {
     sampled_.reserve(layout.bytes);
     policy::PassLimits limits;
     limits.max_tokens = options_.max_tokens_per_step;
+    const policy::RoutingObserver routing = [&](size_t layer, int64_t first, int64_t tokens, const int32_t* chosen) {
+      record_experts(layer, first, tokens, chosen);
+    };
     policy_.runner().run(
         policy_.compiled(), policy_.attention_scales(), batch_, *cache_, limits,
-        [&](int64_t first, int64_t count, const float* logits) { sample(layout, first, count, logits); });
+        [&](int64_t first, int64_t count, const float* logits) { sample(layout, first, count, logits); }, {}, nullptr,
+        options_.record_experts && sparse_layers_ > 0 ? routing : policy::RoutingObserver{});
     sampled_.download(layout.bytes);
     append_sampled(layout);
     retire_finished();
@@ -105,6 +118,7 @@ class Engine {
   // wants the logits of its last token, in running_ order, with its sampling row.
   void build_batch() {
     batch_.clear();
+    owners_.clear();
     for (const Sequence& sequence : running_) {
       const int64_t first_row = sequence.slot * slot_rows_;
       const Rollout& rollout = rollouts_[static_cast<size_t>(sequence.request)];
@@ -113,10 +127,12 @@ class Engine {
         const int32_t* prompt = prompts_.sequence(sequence.request);
         for (int64_t p = 0; p < prompt_length; ++p) {
           batch_.add(prompt[p], static_cast<int32_t>(p), first_row, p == prompt_length - 1);
+          owners_.push_back({sequence.request, p});
         }
       } else {
         const int64_t position = prompt_length + static_cast<int64_t>(rollout.tokens.size()) - 1;
         batch_.add(rollout.tokens.back(), static_cast<int32_t>(position), first_row, true);
+        owners_.push_back({sequence.request, position});
       }
       // The draw depends on the seed and the token's index, not on the logits.
       const uint64_t draw = rollout.tokens.size();
@@ -130,6 +146,20 @@ class Engine {
     backend_.sample(logits, count, config_.vocab_size, policy_.runner().pass_indices().row_params,
                     sampled_.device<int32_t>(layout.tokens) + first, sampled_.device<float>(layout.logprobs) + first);
     if (observer_) observe(first, count, logits);
+  }
+
+  // chosen [tokens, k] of sparse layer `layer` for the batch's tokens
+  // [first, first + tokens), into each owner's Rollout::experts.
+  void record_experts(size_t layer, int64_t first, int64_t tokens, const int32_t* chosen) {
+    const int64_t k = config_.moe.num_experts_per_tok, sparse = sparse_index_[layer];
+    for (int64_t t = 0; t < tokens; ++t) {
+      const TokenOwner& owner = owners_[static_cast<size_t>(first + t)];
+      std::vector<int32_t>& experts = rollouts_[static_cast<size_t>(owner.request)].experts;
+      const auto begin = static_cast<size_t>((owner.position * sparse_layers_ + sparse) * k);
+      if (experts.size() < begin + static_cast<size_t>(k))
+        experts.resize(static_cast<size_t>((owner.position + 1) * sparse_layers_ * k));
+      std::copy(chosen + t * k, chosen + (t + 1) * k, experts.begin() + static_cast<std::ptrdiff_t>(begin));
+    }
   }
 
   void append_sampled(const SampledLayout& layout) {
@@ -193,6 +223,9 @@ class Engine {
   std::vector<Sequence> running_;
   std::unique_ptr<policy::KvCache> cache_;
   TokenBatch batch_;
+  std::vector<TokenOwner> owners_;     // [batch tokens]
+  std::vector<int64_t> sparse_index_;  // [layers] a layer's index among the sparse layers, or -1
+  int64_t sparse_layers_ = 0;
   PackedBuffer sampled_;  // [running] tokens and log-probs of the current step (SampledLayout)
 };
 

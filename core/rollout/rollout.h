@@ -26,6 +26,11 @@ struct Rollout {
   std::vector<int32_t> tokens;  // [completion length] sampled tokens
   std::vector<float> logprobs;  // [completion length] log-prob of each under the sampling distribution
   FinishReason finish = FinishReason::length;
+  // With SamplingOptions::record_experts on a Mixture-of-Experts policy: the
+  // experts every fed token was routed to, [positions, sparse layers, k],
+  // best first, for positions 0 .. prompt length + completion length - 2
+  // (the last sampled token is never fed). Empty otherwise.
+  std::vector<int32_t> experts;
 };
 
 // Called, when set, with the logits [vocab] each completion token was drawn

@@ -23,6 +23,8 @@ struct SamplingOptions {
   int32_t batch_slots = 0;
   // Bound on the tokens of one forward pass (prefill is chunked to fit).
   int32_t max_tokens_per_step = 2048;
+  // Keep each fed token's expert choices in Rollout::experts (MoE policies).
+  bool record_experts = false;
 };
 
 // Throws invalid_argument naming the field; stop ids must be < vocab_size.

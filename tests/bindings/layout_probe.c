@@ -201,6 +201,7 @@ int main(void) {
   FIELD(fp8rl_sampling_options, stop_at_eos);
   FIELD(fp8rl_sampling_options, batch_slots);
   FIELD(fp8rl_sampling_options, max_tokens_per_step);
+  FIELD(fp8rl_sampling_options, record_experts);
   SIZE(fp8rl_importance_options);
   FIELD(fp8rl_importance_options, struct_size);
   FIELD(fp8rl_importance_options, mode);

@@ -8,6 +8,9 @@
 #include <limits>
 #include <vector>
 
+#include "core/policy/kv_cache.h"
+#include "core/policy/model_runner.h"
+#include "core/rollout/sequence_batch.h"
 #include "kernels/common/moe_routing_math.h"
 #include "policy_test_support.h"
 
@@ -67,7 +70,76 @@ std::vector<float> full_logits(policy::Policy& policy) {
   return rollout::full_logits(policy, sequences.view());
 }
 
+// The experts one full-sequence pass (as scoring and training run it) routes
+// each token of `sequence` to: [positions, sparse layers, k].
+std::vector<int32_t> routed_in_one_pass(policy::Policy& policy, const std::vector<int32_t>& sequence) {
+  const model::ModelConfig& config = policy.config();
+  FlatSequences one;
+  one.add(sequence);
+  const policy::TokenBatch batch = rollout::sequence_batch(one.view(), 0, 1, true, rollout::LogitRows::none);
+  policy::KvCache cache(policy.context().backend(), policy.compiled(), model::kv_dim(config),
+                        static_cast<int64_t>(sequence.size()));
+  const int64_t k = config.moe.num_experts_per_tok, sparse = model::sparse_layer_count(config);
+  std::vector<int32_t> experts(sequence.size() * static_cast<size_t>(sparse * k));
+  const policy::RoutingObserver routing = [&](size_t layer, int64_t first, int64_t tokens, const int32_t* chosen) {
+    int64_t index = 0;  // the layer's index among the sparse layers
+    for (size_t l = 0; l < layer; ++l) index += model::is_sparse_layer(config, static_cast<int64_t>(l));
+    for (int64_t t = 0; t < tokens; ++t) {
+      std::copy(chosen + t * k, chosen + (t + 1) * k, experts.begin() + ((first + t) * sparse + index) * k);
+    }
+  };
+  policy.runner().run(
+      policy.compiled(), policy.attention_scales(), batch, cache, policy::PassLimits{},
+      [](int64_t, int64_t, const float*) {}, {}, nullptr, routing);
+  return experts;
+}
+
 }  // namespace
+
+TEST_CASE("recorded expert choices: the shape, zero-router ties, and scoring routes every token as generation did") {
+  Context context(cpu_request(2), Logger());
+  const FlatSequences prompts = test_prompts({5, 12, 1}, 301, 7);
+  rollout::SamplingOptions options;
+  options.max_new_tokens = 7;
+  options.batch_slots = 2;  // continuous batching: the third prompt waits
+  options.record_experts = true;
+  for (const NamedConfig& named : {NamedConfig{"qwen3_moe", tiny_qwen3_moe()},
+                                   NamedConfig{"qwen3_moe_all_experts", tiny_qwen3_moe_all_experts()}}) {
+    for (const NamedRecipe& recipe : all_recipes()) {
+      CAPTURE(std::string(named.name));
+      CAPTURE(std::string(recipe.name));
+      policy::Policy policy(context, with_router(tiny_params(named.config), 25.0f), recipe.recipe);
+      policy.set_attention_scales(test_scales(named.config.num_layers));
+      const std::vector<Rollout> rollouts = rollout::generate(policy, prompts.view(), {1, 2, 3}, options);
+      const int64_t k = named.config.moe.num_experts_per_tok, sparse = model::sparse_layer_count(named.config);
+      const rollout::TokenSequences view = prompts.view();
+      for (int64_t i = 0; i < view.count; ++i) {
+        const Rollout& r = rollouts[static_cast<size_t>(i)];
+        std::vector<int32_t> fed(view.sequence(i), view.sequence(i) + view.length(i));
+        fed.insert(fed.end(), r.tokens.begin(), r.tokens.end() - 1);  // the last token is never fed
+        REQUIRE(r.experts.size() == fed.size() * static_cast<size_t>(sparse * k));
+        for (size_t slot = 0; slot < r.experts.size(); slot += static_cast<size_t>(k)) {
+          for (int64_t j = 0; j < k; ++j) {
+            const int32_t e = r.experts[slot + static_cast<size_t>(j)];
+            CHECK((e >= 0 && e < named.config.moe.num_experts));
+            for (int64_t other = 0; other < j; ++other) CHECK(r.experts[slot + static_cast<size_t>(other)] != e);
+          }
+        }
+        CHECK(routed_in_one_pass(policy, fed) == r.experts);
+      }
+    }
+  }
+  policy::Policy tied(context, with_router(tiny_params(tiny_qwen3_moe()), 0.0f));
+  const std::vector<Rollout> rollouts = rollout::generate(tied, prompts.view(), {1, 2, 3}, options);
+  for (const Rollout& r : rollouts) {
+    for (size_t slot = 0; slot < r.experts.size(); slot += 2) {
+      CHECK(r.experts[slot] == 0);
+      CHECK(r.experts[slot + 1] == 1);
+    }
+  }
+  options.record_experts = false;
+  CHECK(rollout::generate(tied, prompts.view(), {1, 2, 3}, options)[0].experts.empty());
+}
 
 TEST_CASE("route_token: softmax, top-k best first, renormalisation, against float64") {
   const std::vector<float> logits = {0.3f, -1.2f, 2.5f, 0.9f, 2.4f, -0.1f};

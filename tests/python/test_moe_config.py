@@ -109,6 +109,24 @@ def test_a_random_moe_policy_generates_and_scores_its_tokens_bitwise():
         assert bits(policy.score(rollouts, SAMPLING)) == bits(rollouts.logprobs)
 
 
+def test_recorded_expert_choices_cover_every_fed_token_and_repeat_across_batches():
+    prompts = [[1, 2, 3], [4, 5], [6]]
+    recording = dataclasses.replace(SAMPLING, record_experts=True)
+    with fp8rl.Policy.random(MOE, seed=5) as policy:
+        rollouts = policy.generate(prompts, recording, seeds=[10, 11, 12])
+        for i, prompt in enumerate(prompts):
+            experts = rollouts.experts(i)
+            # every fed token (the last sampled one is never fed), both sparse layers, k = 2
+            assert experts.shape == (len(prompt) + SAMPLING.max_new_tokens - 1, 2, 2)
+            assert np.all((experts >= 0) & (experts < 4)) and np.all(experts[..., 0] != experts[..., 1])
+            # Routing is per token: the same prompt alone is routed the same way.
+            with policy.generate([prompt], recording, seeds=[10 + i]) as alone:
+                assert np.array_equal(alone.experts(0), experts)
+        assert policy.generate(prompts, SAMPLING).experts(0).shape == (0, 2, 2)
+        with pytest.raises(IndexError):
+            rollouts.experts(3)
+
+
 def test_training_an_moe_policy_is_refused_as_unsupported():
     with fp8rl.Policy.random(MOE, seed=5) as policy:
         with pytest.raises(fp8rl.UnsupportedError):

@@ -280,6 +280,7 @@ class fp8rl_sampling_options(ctypes.Structure):
         ('stop_at_eos', ctypes.c_int32),
         ('batch_slots', ctypes.c_int32),
         ('max_tokens_per_step', ctypes.c_int32),
+        ('record_experts', ctypes.c_int32),
     ]
 
 
@@ -474,6 +475,7 @@ _FUNCTIONS = (
     ('fp8rl_rollout_total_tokens', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64))),
     ('fp8rl_rollout_get', fp8rl_status, (ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.POINTER(ctypes.c_int32)), ctypes.POINTER(ctypes.POINTER(ctypes.c_float)), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(fp8rl_finish_reason))),
     ('fp8rl_rollout_copy', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_float), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(fp8rl_finish_reason))),
+    ('fp8rl_rollout_get_experts', fp8rl_status, (ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.POINTER(ctypes.c_int32)), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64))),
     ('fp8rl_rollout_destroy', fp8rl_status, (ctypes.c_void_p,)),
     ('fp8rl_importance_options_init', fp8rl_status, (ctypes.POINTER(fp8rl_importance_options),)),
     ('fp8rl_mismatch_metrics_init', fp8rl_status, (ctypes.POINTER(fp8rl_mismatch_metrics),)),

@@ -178,6 +178,8 @@ class SamplingParams(_CStruct):
 
     temperature 0 is greedy (the recorded log-prob is then 0). ``batch_slots``
     and ``max_tokens_per_step`` change speed and memory, never the results.
+    ``record_experts`` keeps, for a Mixture-of-Experts policy, the experts
+    every fed token was routed to (``Rollouts.experts``).
     """
 
     temperature: float = 1.0
@@ -188,6 +190,7 @@ class SamplingParams(_CStruct):
     stop_at_eos: bool = True
     batch_slots: int = 0
     max_tokens_per_step: int = 2048
+    record_experts: bool = False
 
     def _to_c(self) -> Tuple[_raw.fp8rl_sampling_options, Any]:
         """The struct and the stop-token buffer it points at (keep both alive during the call)."""

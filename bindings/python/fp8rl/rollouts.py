@@ -100,6 +100,27 @@ class Rollouts:
         return Completion(borrowed(handle, c_tokens, length.value, np.int32),
                           borrowed(handle, c_logprobs, length.value, np.float32), FinishReason(finish.value))
 
+    def experts(self, index: int) -> np.ndarray:
+        """[positions, sparse layers, k] int32: the experts completion ``index``'s fed tokens were routed to.
+
+        Best first, positions 0 .. prompt + completion length - 2, sparse layers
+        in layer order; recorded with ``SamplingParams(record_experts=True)`` on a
+        Mixture-of-Experts policy, else it has no positions. Valid while the
+        rollouts are open.
+        """
+        count = len(self)
+        if not -count <= index < count:
+            raise IndexError(f"completion {index} of {count}")
+        if self._given is not None:
+            raise invalid("rollouts built from sequences carry no expert choices")
+        c_experts = ctypes.POINTER(ctypes.c_int32)()
+        positions, layers, k = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+        handle = self._live
+        check(library().fp8rl_rollout_get_experts(handle.pointer, index % count, ctypes.byref(c_experts),
+                                                  ctypes.byref(positions), ctypes.byref(layers), ctypes.byref(k)))
+        flat = borrowed(handle, c_experts, positions.value * layers.value * k.value, np.int32)
+        return flat.reshape(positions.value, layers.value, k.value)
+
     @functools.cached_property
     def _flat(self):
         if self._given is not None:

@@ -1073,6 +1073,9 @@ typedef struct fp8rl_sampling_options {
   int32_t batch_slots;           /**< Sequences in flight at once; 0 (default) = all prompts. Finished
                                       sequences hand their slot to waiting prompts. Results do not depend on it. */
   int32_t max_tokens_per_step;   /**< Bound on the tokens of one forward pass (prefill is chunked); default 2048. */
+  /** Non-zero: fp8rl_policy_generate() keeps the experts each token was routed to (Mixture-of-Experts
+      policies; fp8rl_rollout_get_experts()). Default 0. Scoring ignores it. */
+  int32_t record_experts;
 } fp8rl_sampling_options;
 
 /**
@@ -1198,6 +1201,29 @@ FP8RL_API fp8rl_status fp8rl_rollout_get(const fp8rl_rollout* rollout, int64_t i
  */
 FP8RL_API fp8rl_status fp8rl_rollout_copy(const fp8rl_rollout* rollout, int32_t* tokens, float* logprobs,
                                           int64_t capacity, int64_t* offsets, fp8rl_finish_reason* finish_reasons);
+
+/**
+ * @brief The experts one completion's tokens were routed to, by reference.
+ *
+ * Recorded when the sampling options had record_experts set and the policy
+ * has sparse (Mixture-of-Experts) layers; otherwise @p out_positions is 0.
+ * The array is [positions, sparse layers, k] of expert indices, best first:
+ * position p is the p-th token of prompt + completion as the model was fed
+ * it, for p in [0, prompt length + completion length - 1) (the last sampled
+ * token is never fed); the sparse layers in layer order.
+ * @param rollout A valid rollout.
+ * @param index The completion, in prompt order: [0, count).
+ * @param[out] out_experts NULL, or receives the array, owned by the rollout and valid until it is destroyed.
+ * @param[out] out_positions NULL, or receives the number of positions.
+ * @param[out] out_sparse_layers NULL, or receives the number of sparse layers.
+ * @param[out] out_top_k NULL, or receives k (num_experts_per_tok).
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for a NULL rollout or an index out of range.
+ * Thread-safe (a rollout is read-only).
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_rollout_get_experts(const fp8rl_rollout* rollout, int64_t index,
+                                                 const int32_t** out_experts, int64_t* out_positions,
+                                                 int64_t* out_sparse_layers, int64_t* out_top_k);
 
 /**
  * @brief Destroys a rollout; pointers fp8rl_rollout_get() gave become invalid.

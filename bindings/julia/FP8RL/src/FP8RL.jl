@@ -62,7 +62,7 @@ export Policy, load_policy, context, config, recipe, set_recipe!, parameter_coun
     save, export_fp8
 export fingerprint
 export attention_scales, set_attention_scales!, recalibrate_attention_scales!, copy_weights!
-export Rollout, Completion, generate, score, completions, total_tokens
+export Rollout, Completion, generate, score, completions, total_tokens, experts
 export Trainer, train_step!, train_iteration!, recompute_logprobs, recalibrate!, next_seeds, save_state, load_state!
 export gather_weights!
 export mismatch_metrics

@@ -270,6 +270,7 @@ struct fp8rl_sampling_options
     stop_at_eos::Int32
     batch_slots::Int32
     max_tokens_per_step::Int32
+    record_experts::Int32
 end
 
 struct fp8rl_importance_options
@@ -925,6 +926,17 @@ fp8rl_status fp8rl_rollout_copy(const fp8rl_rollout* rollout, int32_t* tokens, f
 """
 function fp8rl_rollout_copy(rollout, tokens, logprobs, capacity, offsets, finish_reasons)
     @ccall $(_symbol(:fp8rl_rollout_copy))(rollout::Ptr{fp8rl_rollout}, tokens::Ptr{Int32}, logprobs::Ptr{Cfloat}, capacity::Int64, offsets::Ptr{Int64}, finish_reasons::Ptr{fp8rl_finish_reason})::fp8rl_status
+end
+
+"""
+    fp8rl_rollout_get_experts(rollout, index, out_experts, out_positions, out_sparse_layers, out_top_k)
+
+```c
+fp8rl_status fp8rl_rollout_get_experts(const fp8rl_rollout* rollout, int64_t index, const int32_t** out_experts, int64_t* out_positions, int64_t* out_sparse_layers, int64_t* out_top_k)
+```
+"""
+function fp8rl_rollout_get_experts(rollout, index, out_experts, out_positions, out_sparse_layers, out_top_k)
+    @ccall $(_symbol(:fp8rl_rollout_get_experts))(rollout::Ptr{fp8rl_rollout}, index::Int64, out_experts::Ptr{Ptr{Int32}}, out_positions::Ptr{Int64}, out_sparse_layers::Ptr{Int64}, out_top_k::Ptr{Int64})::fp8rl_status
 end
 
 """

@@ -162,7 +162,7 @@ _to_c(recipe::Recipe) = _to_c_fields(recipe, _c_defaults(L.fp8rl_recipe))
 """
     SamplingParams(; temperature = 1.0, top_k = 0, top_p = 1.0, max_new_tokens = 64,
                    stop_token_ids = Int32[], stop_at_eos = true, batch_slots = 0,
-                   max_tokens_per_step = 2048)
+                   max_tokens_per_step = 2048, record_experts = false)
 
 How completions are drawn and when they end (`fp8rl_sampling_options`;
 defaults from `fp8rl_sampling_options_init`): softmax(logits / temperature)
@@ -171,7 +171,9 @@ set reaching probability `top_p`. `temperature = 0` is greedy (the recorded
 log-prob is then 0). A completion ends after a token of `stop_token_ids`, an
 EOS token of the model (if `stop_at_eos`), or `max_new_tokens` tokens.
 `batch_slots` (0: all prompts at once) and `max_tokens_per_step` change speed
-and memory, never the results.
+and memory, never the results. `record_experts` keeps, for a
+Mixture-of-Experts policy, the experts each fed token was routed to
+([`experts`](@ref)).
 """
 struct SamplingParams <: _Options
     temperature::Float32
@@ -182,6 +184,7 @@ struct SamplingParams <: _Options
     stop_at_eos::Bool
     batch_slots::Int32
     max_tokens_per_step::Int32
+    record_experts::Bool
 end
 
 SamplingParams(; fields...) =

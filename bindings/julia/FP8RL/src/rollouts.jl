@@ -97,6 +97,26 @@ function Base.getindex(rollout::Rollout, index::Integer)
     end
 end
 
+"""
+    experts(rollout, index) -> Array{Int32,3}
+
+The experts completion `index`'s fed tokens were routed to, a copy of shape
+`(k, sparse layers, positions)` (the C array `[positions, sparse layers, k]`
+in Julia's column-major order), 0-based expert indices, best first; recorded
+with `SamplingParams(record_experts = true)` on a Mixture-of-Experts policy,
+else it has no positions (`fp8rl_rollout_get_experts`).
+"""
+function experts(rollout::Rollout, index::Integer)
+    1 <= index <= length(rollout) || throw(BoundsError(rollout, index))
+    choices = Ref{Ptr{Int32}}(C_NULL)
+    positions, layers, k = Ref{Int64}(0), Ref{Int64}(0), Ref{Int64}(0)
+    return GC.@preserve rollout begin
+        check(L.fp8rl_rollout_get_experts(rollout, Int64(index - 1), choices, positions, layers, k))
+        dims = (Int(k[]), Int(layers[]), Int(positions[]))
+        prod(dims) == 0 ? zeros(Int32, dims) : copy(unsafe_wrap(Array, choices[], dims))
+    end
+end
+
 function _flat(rollout::Rollout)
     rollout.flat === nothing || return rollout.flat
     total = total_tokens(rollout)

@@ -317,6 +317,7 @@ pub struct fp8rl_sampling_options {
     pub stop_at_eos: i32,
     pub batch_slots: i32,
     pub max_tokens_per_step: i32,
+    pub record_experts: i32,
 }
 
 /// C `struct fp8rl_importance_options`; fill with its init function where it has one.
@@ -563,6 +564,8 @@ extern "C" {
     pub fn fp8rl_rollout_get(rollout: *const fp8rl_rollout, index: i64, out_tokens: *mut *const i32, out_logprobs: *mut *const f32, out_length: *mut i64, out_finish: *mut fp8rl_finish_reason) -> fp8rl_status;
     /// `fp8rl_status fp8rl_rollout_copy(const fp8rl_rollout* rollout, int32_t* tokens, float* logprobs, int64_t capacity, int64_t* offsets, fp8rl_finish_reason* finish_reasons)`
     pub fn fp8rl_rollout_copy(rollout: *const fp8rl_rollout, tokens: *mut i32, logprobs: *mut f32, capacity: i64, offsets: *mut i64, finish_reasons: *mut fp8rl_finish_reason) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_rollout_get_experts(const fp8rl_rollout* rollout, int64_t index, const int32_t** out_experts, int64_t* out_positions, int64_t* out_sparse_layers, int64_t* out_top_k)`
+    pub fn fp8rl_rollout_get_experts(rollout: *const fp8rl_rollout, index: i64, out_experts: *mut *const i32, out_positions: *mut i64, out_sparse_layers: *mut i64, out_top_k: *mut i64) -> fp8rl_status;
     /// `fp8rl_status fp8rl_rollout_destroy(fp8rl_rollout* rollout)`
     pub fn fp8rl_rollout_destroy(rollout: *mut fp8rl_rollout) -> fp8rl_status;
     /// `fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* options)`
@@ -724,6 +727,7 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_sampling_options.stop_at_eos", core::mem::offset_of!(fp8rl_sampling_options, stop_at_eos), core::mem::size_of::<i32>()),
     ("fp8rl_sampling_options.batch_slots", core::mem::offset_of!(fp8rl_sampling_options, batch_slots), core::mem::size_of::<i32>()),
     ("fp8rl_sampling_options.max_tokens_per_step", core::mem::offset_of!(fp8rl_sampling_options, max_tokens_per_step), core::mem::size_of::<i32>()),
+    ("fp8rl_sampling_options.record_experts", core::mem::offset_of!(fp8rl_sampling_options, record_experts), core::mem::size_of::<i32>()),
     ("fp8rl_importance_options", 0, core::mem::size_of::<fp8rl_importance_options>()),
     ("fp8rl_importance_options.struct_size", core::mem::offset_of!(fp8rl_importance_options, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_importance_options.mode", core::mem::offset_of!(fp8rl_importance_options, mode), core::mem::size_of::<fp8rl_importance_mode>()),
@@ -978,6 +982,7 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_rollout_total_tokens",
     "fp8rl_rollout_get",
     "fp8rl_rollout_copy",
+    "fp8rl_rollout_get_experts",
     "fp8rl_rollout_destroy",
     "fp8rl_importance_options_init",
     "fp8rl_mismatch_metrics_init",

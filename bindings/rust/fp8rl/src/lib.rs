@@ -112,7 +112,7 @@ pub use numerics::{convert, Elements, ElementsMut, QuantizeOptions, Quantized};
 pub use policy::Policy;
 pub use recipe::Recipe;
 pub use report::MemoryReport;
-pub use rollout::{Completion, Completions, Iter, Rollout};
+pub use rollout::{Completion, Completions, ExpertChoices, Iter, Rollout};
 pub use sampling::SamplingOptions;
 pub use sequences::Sequences;
 pub use trainer::Trainer;

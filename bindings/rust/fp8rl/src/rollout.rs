@@ -51,6 +51,22 @@ pub struct Completion<'r> {
     pub finish: FinishReason,
 }
 
+/// The experts one completion's fed tokens were routed to, borrowed from its
+/// [`Rollout`]: `choices[(position * sparse_layers + layer) * top_k + j]` is
+/// the j-th best expert of that position in that sparse layer; positions
+/// 0 .. prompt + completion length - 1 (the last sampled token is never fed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExpertChoices<'r> {
+    /// `[positions, sparse_layers, top_k]` expert indices, best first.
+    pub choices: &'r [i32],
+    /// Positions recorded; 0 when nothing was recorded.
+    pub positions: usize,
+    /// The policy's sparse layers.
+    pub sparse_layers: usize,
+    /// Experts per token.
+    pub top_k: usize,
+}
+
 /// All completions of a rollout in flat arrays, from [`Rollout::copy_all`]:
 /// completion `i` is `offsets[i]..offsets[i + 1]` of `tokens` and `logprobs`.
 #[derive(Debug, Clone, PartialEq)]
@@ -146,6 +162,31 @@ impl Rollout {
             }
         };
         Some(Completion { tokens, logprobs, finish: view.finish })
+    }
+
+    /// The expert choices of completion `index`, recorded with
+    /// [`SamplingOptions::record_experts`](crate::SamplingOptions::record_experts)
+    /// on a Mixture-of-Experts policy (`fp8rl_rollout_get_experts`).
+    pub fn experts(&self, index: usize) -> Result<ExpertChoices<'_>> {
+        let mut choices: *const i32 = std::ptr::null();
+        let (mut positions, mut layers, mut top_k) = (0i64, 0i64, 0i64);
+        // SAFETY: `raw` is a live rollout; the out-pointers are valid locals.
+        check(unsafe {
+            sys::fp8rl_rollout_get_experts(
+                self.raw.as_ptr(),
+                to_i64("index", index)?,
+                &mut choices,
+                &mut positions,
+                &mut layers,
+                &mut top_k,
+            )
+        })?;
+        let (positions, sparse_layers, top_k) = (to_usize(positions), to_usize(layers), to_usize(top_k));
+        let len = positions * sparse_layers * top_k;
+        // SAFETY: the library keeps `len` values at `choices` until the rollout
+        // is destroyed, which the borrow of `self` prevents.
+        let choices = if len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(choices, len) } };
+        Ok(ExpertChoices { choices, positions, sparse_layers, top_k })
     }
 
     /// The completions in prompt order, borrowed in place.

@@ -32,6 +32,9 @@ c_options! {
         batch_slots: i32,
         /// Bound on the tokens of one forward pass (prefill is chunked); default 2048.
         max_tokens_per_step: i32,
+        /// Keep the experts each fed token was routed to (Mixture-of-Experts
+        /// policies; [`Rollout::experts`](crate::Rollout::experts)); default false.
+        record_experts: bool,
     }
     by_hand {
         /// Tokens that end a completion (after being emitted); default none.

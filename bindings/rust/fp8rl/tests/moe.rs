@@ -95,3 +95,23 @@ fn training_an_moe_policy_is_unsupported() {
     let error = Trainer::new(&policy, &TrainerOptions::new()).unwrap_err();
     assert_eq!(error.status, Status::Unsupported, "{error}");
 }
+
+#[test]
+fn recorded_expert_choices_cover_every_fed_token_of_each_sparse_layer() {
+    let context = cpu();
+    let policy = Policy::random(&context, &moe_config(), 5).unwrap();
+    let prompts: [&[i32]; 2] = [&[1, 2, 3], &[4]];
+    let rollout = policy.generate(&prompts, &[11, 12], &sampling(6).record_experts(true)).unwrap();
+    for (index, prompt) in prompts.iter().enumerate() {
+        let fed = prompt.len() + rollout.get(index).unwrap().tokens.len() - 1;
+        let experts = rollout.experts(index).unwrap();
+        assert_eq!((experts.positions, experts.sparse_layers, experts.top_k), (fed, 2, 2));
+        for slot in experts.choices.chunks(2) {
+            assert!(slot.iter().all(|&e| (0..4).contains(&e)) && slot[0] != slot[1], "{slot:?}");
+        }
+    }
+    // Off by default: nothing recorded.
+    let plain = policy.generate(&prompts, &[11, 12], &sampling(6)).unwrap();
+    assert_eq!(plain.experts(0).unwrap().positions, 0);
+    assert_eq!(rollout.experts(2).unwrap_err().status, Status::InvalidArgument);
+}
