@@ -84,6 +84,14 @@ std::unique_ptr<fp8rl_rollout> flatten(const std::vector<fp8rl::rollout::Rollout
 
 int64_t count_of(const fp8rl_rollout& rollout) { return static_cast<int64_t>(rollout.finish.size()); }
 
+// `index` checked against the completions: invalid_argument naming it.
+size_t completion_index(const fp8rl_rollout& rollout, int64_t index) {
+  const int64_t count = count_of(rollout);
+  fp8rl::require(index >= 0 && index < count,
+                 "index is " + std::to_string(index) + "; the rollout has " + std::to_string(count) + " completions");
+  return static_cast<size_t>(index);
+}
+
 }  // namespace
 
 extern "C" {
@@ -170,10 +178,7 @@ FP8RL_API fp8rl_status fp8rl_rollout_get(const fp8rl_rollout* rollout, int64_t i
                                          fp8rl_finish_reason* out_finish) {
   return guarded(__func__, [&] {
     const auto& impl = rollout_of(rollout);
-    const int64_t count = count_of(impl);
-    fp8rl::require(index >= 0 && index < count,
-                   "index is " + std::to_string(index) + "; the rollout has " + std::to_string(count) + " completions");
-    const auto i = static_cast<size_t>(index);
+    const size_t i = completion_index(impl, index);
     const auto begin = static_cast<size_t>(impl.offsets[i]);
     if (out_tokens != nullptr) *out_tokens = impl.tokens.data() + begin;
     if (out_logprobs != nullptr) *out_logprobs = impl.logprobs.data() + begin;
@@ -187,10 +192,7 @@ FP8RL_API fp8rl_status fp8rl_rollout_get_experts(const fp8rl_rollout* rollout, i
                                                  int64_t* out_sparse_layers, int64_t* out_top_k) {
   return guarded(__func__, [&] {
     const auto& impl = rollout_of(rollout);
-    const int64_t count = count_of(impl);
-    fp8rl::require(index >= 0 && index < count,
-                   "index is " + std::to_string(index) + "; the rollout has " + std::to_string(count) + " completions");
-    const auto i = static_cast<size_t>(index);
+    const size_t i = completion_index(impl, index);
     const int64_t per_position = impl.sparse_layers * impl.top_k;
     const int64_t values = impl.expert_offsets[i + 1] - impl.expert_offsets[i];
     if (out_experts != nullptr) *out_experts = impl.experts.data() + impl.expert_offsets[i];

@@ -15,8 +15,7 @@ void init_functions(Table& t) {
   t.invalid("fp8rl_calibration_options_init", "NULL", "options",
             [] { return fp8rl_calibration_options_init(nullptr); });
   t.invalid("fp8rl_sampling_options_init", "NULL", "options", [] { return fp8rl_sampling_options_init(nullptr); });
-  t.invalid("fp8rl_importance_options_init", "NULL", "options",
-            [] { return fp8rl_importance_options_init(nullptr); });
+  t.invalid("fp8rl_importance_options_init", "NULL", "options", [] { return fp8rl_importance_options_init(nullptr); });
   t.invalid("fp8rl_mismatch_metrics_init", "NULL", "metrics", [] { return fp8rl_mismatch_metrics_init(nullptr); });
   t.invalid("fp8rl_trainer_options_init", "NULL", "options", [] { return fp8rl_trainer_options_init(nullptr); });
   t.invalid("fp8rl_train_batch_init", "NULL", "batch", [] { return fp8rl_train_batch_init(nullptr); });
@@ -32,25 +31,29 @@ void context_functions(Table& t, World& w) {
   const std::function<fp8rl_status(const fp8rl_context_options&)> create = [&o](const fp8rl_context_options& options) {
     return fp8rl_context_create(&options, &o.context);
   };
-  t.invalid("fp8rl_context_create", "options NULL", "options", [&o] { return fp8rl_context_create(nullptr, &o.context); });
-  t.invalid("fp8rl_context_create", "out_context NULL", "out_context", [valid] {
-    return fp8rl_context_create(&valid, nullptr);
-  });
+  t.invalid("fp8rl_context_create", "options NULL", "options",
+            [&o] { return fp8rl_context_create(nullptr, &o.context); });
+  t.invalid("fp8rl_context_create", "out_context NULL", "out_context",
+            [valid] { return fp8rl_context_create(&valid, nullptr); });
   t.struct_sizes("fp8rl_context_create", "options->struct_size", valid, create);
   t.enums("fp8rl_context_create", "options->backend", valid, &fp8rl_context_options::backend, create);
   t.enums("fp8rl_context_create", "options->log_level", valid, &fp8rl_context_options::log_level, create);
   fp8rl_context_options threads = valid;
   threads.num_threads = -1;
-  t.invalid("fp8rl_context_create", "num_threads -1", "options->num_threads", [create, threads] { return create(threads); });
+  t.invalid("fp8rl_context_create", "num_threads -1", "options->num_threads",
+            [create, threads] { return create(threads); });
   fp8rl_context_options device = valid;
   device.cuda_device = -1;
-  t.invalid("fp8rl_context_create", "cuda_device -1", "options->cuda_device", [create, device] { return create(device); });
+  t.invalid("fp8rl_context_create", "cuda_device -1", "options->cuda_device",
+            [create, device] { return create(device); });
 
   fp8rl_context* c = w.context.get();
-  t.invalid("fp8rl_context_destroy", "a context a policy still uses", "polic", [c] { return fp8rl_context_destroy(c); });
+  t.invalid("fp8rl_context_destroy", "a context a policy still uses", "polic",
+            [c] { return fp8rl_context_destroy(c); });
   t.invalid("fp8rl_context_get_backend", "context NULL", "context",
             [&o] { return fp8rl_context_get_backend(nullptr, &o.backend); });
-  t.invalid("fp8rl_context_get_backend", "out NULL", "out_backend", [c] { return fp8rl_context_get_backend(c, nullptr); });
+  t.invalid("fp8rl_context_get_backend", "out NULL", "out_backend",
+            [c] { return fp8rl_context_get_backend(c, nullptr); });
   t.invalid("fp8rl_context_get_num_threads", "context NULL", "context",
             [&o] { return fp8rl_context_get_num_threads(nullptr, &o.num_threads); });
   t.invalid("fp8rl_context_get_num_threads", "out NULL", "out_num_threads",
@@ -63,6 +66,36 @@ void context_functions(Table& t, World& w) {
 }
 
 namespace {
+
+// The Mixture-of-Experts fields: on the dense family `valid` is, and on a
+// qwen3_moe config made from it.
+void bad_moe_fields(Table& t, const std::string& function, const fp8rl_model_config& valid,
+                    const std::function<fp8rl_status(const fp8rl_model_config&)>& call) {
+  fp8rl_model_config dense = valid;
+  dense.num_experts = 4;
+  t.invalid(function, "num_experts on a dense family", "num_experts", [call, dense] { return call(dense); });
+  fp8rl_model_config moe = valid;
+  moe.family = FP8RL_MODEL_FAMILY_QWEN3_MOE;
+  moe.qk_norm = 1;
+  moe.num_experts = 4;
+  moe.num_experts_per_tok = 2;
+  moe.moe_intermediate_size = 8;
+  const std::vector<std::pair<std::string, std::function<void(fp8rl_model_config&)>>> bad = {
+      {"num_experts_per_tok", [](fp8rl_model_config& c) { c.num_experts_per_tok = 5; }},
+      {"num_experts", [](fp8rl_model_config& c) { c.num_experts = kHugeCount; }},
+      {"moe_intermediate_size", [](fp8rl_model_config& c) { c.moe_intermediate_size = -1; }},
+      {"decoder_sparse_step", [](fp8rl_model_config& c) { c.decoder_sparse_step = 0; }},
+      {"num_mlp_only_layers", [](fp8rl_model_config& c) { c.num_mlp_only_layers = -1; }},
+      {"num_mlp_only_layers", [](fp8rl_model_config& c) { c.num_mlp_only_layers = FP8RL_MAX_MLP_ONLY_LAYERS + 1; }},
+      {"mlp_only_layers[0]", [](fp8rl_model_config& c) { c.num_mlp_only_layers = 1, c.mlp_only_layers[0] = -1; }},
+  };
+  for (const auto& [name, spoil] : bad) {
+    fp8rl_model_config config = moe;
+    spoil(config);
+    t.invalid(function, "moe " + name, name, [call, config] { return call(config); });
+  }
+  t.non_finite(function, "config->router_aux_loss_coef", moe, &fp8rl_model_config::router_aux_loss_coef, call);
+}
 
 // Fields of a model config, each made invalid in turn, for any call that takes one.
 void bad_configs(Table& t, const std::string& function, const fp8rl_model_config& valid,
@@ -98,6 +131,7 @@ void bad_configs(Table& t, const std::string& function, const fp8rl_model_config
   eos.num_eos_token_ids = 1;
   eos.eos_token_ids[0] = valid.vocab_size;
   t.invalid(function, "eos id = vocab_size", "eos_token_id", [call, eos] { return call(eos); });
+  bad_moe_fields(t, function, valid, call);
 }
 
 // Fields of a recipe, each made invalid in turn, for any call that takes one.
@@ -132,6 +166,13 @@ void model_functions(Table& t, World& w) {
             [valid] { return fp8rl_model_config_parameter_count(&valid, nullptr); });
   bad_configs(t, "fp8rl_model_config_parameter_count", valid,
               [&o](const fp8rl_model_config& config) { return fp8rl_model_config_parameter_count(&config, &o.count); });
+  t.invalid("fp8rl_model_config_active_parameter_count", "config NULL", "config",
+            [&o] { return fp8rl_model_config_active_parameter_count(nullptr, &o.count); });
+  t.invalid("fp8rl_model_config_active_parameter_count", "out NULL", "out_count",
+            [valid] { return fp8rl_model_config_active_parameter_count(&valid, nullptr); });
+  bad_configs(t, "fp8rl_model_config_active_parameter_count", valid, [&o](const fp8rl_model_config& config) {
+    return fp8rl_model_config_active_parameter_count(&config, &o.count);
+  });
 
   t.invalid("fp8rl_policy_create_random", "context NULL", "context",
             [&o, valid] { return fp8rl_policy_create_random(nullptr, &valid, 1, &o.policy); });
@@ -191,7 +232,8 @@ void policy_functions(Table& t, World& w) {
 
   t.invalid("fp8rl_policy_save", "policy NULL", "policy",
             [&w] { return fp8rl_policy_save(nullptr, w.scratch.path("saved").c_str(), FP8RL_DTYPE_BF16); });
-  t.invalid("fp8rl_policy_save", "folder NULL", "folder", [p] { return fp8rl_policy_save(p, nullptr, FP8RL_DTYPE_BF16); });
+  t.invalid("fp8rl_policy_save", "folder NULL", "folder",
+            [p] { return fp8rl_policy_save(p, nullptr, FP8RL_DTYPE_BF16); });
   for (const int32_t raw : kBadEnums)
     t.invalid("fp8rl_policy_save", "dtype " + std::to_string(raw), "dtype", [p, raw, &w] {
       fp8rl_dtype dtype;
@@ -210,7 +252,8 @@ void policy_functions(Table& t, World& w) {
             [&w] { return fp8rl_policy_export_fp8(nullptr, w.scratch.path("fp8").c_str()); });
   t.invalid("fp8rl_policy_export_fp8", "folder NULL", "folder", [p] { return fp8rl_policy_export_fp8(p, nullptr); });
 
-  t.invalid("fp8rl_policy_destroy", "a policy a trainer still trains", "trainer", [p] { return fp8rl_policy_destroy(p); });
+  t.invalid("fp8rl_policy_destroy", "a policy a trainer still trains", "trainer",
+            [p] { return fp8rl_policy_destroy(p); });
   t.invalid("fp8rl_policy_get_config", "policy NULL", "policy",
             [&o] { return fp8rl_policy_get_config(nullptr, &o.config); });
   t.invalid("fp8rl_policy_get_config", "out NULL", "out_config", [p] { return fp8rl_policy_get_config(p, nullptr); });
@@ -230,7 +273,8 @@ void policy_functions(Table& t, World& w) {
 
   t.invalid("fp8rl_policy_copy_weights", "destination NULL", "destination",
             [p] { return fp8rl_policy_copy_weights(nullptr, p); });
-  t.invalid("fp8rl_policy_copy_weights", "source NULL", "source", [p] { return fp8rl_policy_copy_weights(p, nullptr); });
+  t.invalid("fp8rl_policy_copy_weights", "source NULL", "source",
+            [p] { return fp8rl_policy_copy_weights(p, nullptr); });
   t.invalid("fp8rl_policy_copy_weights", "another architecture", "architecture",
             [p, other] { return fp8rl_policy_copy_weights(p, other); });
   t.invalid("fp8rl_policy_copy_weights", "itself", "same policy", [p] { return fp8rl_policy_copy_weights(p, p); });
@@ -240,7 +284,8 @@ void policy_functions(Table& t, World& w) {
   const std::function<fp8rl_status(const fp8rl_recipe&)> set = [p](const fp8rl_recipe& r) {
     return fp8rl_policy_set_recipe(p, &r);
   };
-  t.invalid("fp8rl_policy_set_recipe", "policy NULL", "policy", [recipe] { return fp8rl_policy_set_recipe(nullptr, &recipe); });
+  t.invalid("fp8rl_policy_set_recipe", "policy NULL", "policy",
+            [recipe] { return fp8rl_policy_set_recipe(nullptr, &recipe); });
   t.invalid("fp8rl_policy_set_recipe", "recipe NULL", "recipe", [p] { return fp8rl_policy_set_recipe(p, nullptr); });
   bad_recipes(t, "fp8rl_policy_set_recipe", recipe, set);
   t.invalid("fp8rl_policy_get_recipe", "policy NULL", "policy",
@@ -284,12 +329,10 @@ void bad_sequences(Table& t, const std::string& function, const std::vector<int3
                    const std::function<fp8rl_status(const int32_t*, const int64_t*, int64_t)>& call,
                    const std::string& tokens_name, const std::string& offsets_name, const std::string& count_name) {
   const int64_t count = static_cast<int64_t>(offsets.size()) - 1;
-  t.invalid(function, tokens_name + " NULL", tokens_name, [call, offsets, count] {
-    return call(nullptr, offsets.data(), count);
-  });
-  t.invalid(function, offsets_name + " NULL", offsets_name, [call, tokens, count] {
-    return call(tokens.data(), nullptr, count);
-  });
+  t.invalid(function, tokens_name + " NULL", tokens_name,
+            [call, offsets, count] { return call(nullptr, offsets.data(), count); });
+  t.invalid(function, offsets_name + " NULL", offsets_name,
+            [call, tokens, count] { return call(tokens.data(), nullptr, count); });
   // (A count larger than the arrays cannot be told from them: it is not in the table.)
   for (const int64_t bad : {int64_t{0}, int64_t{-1}})
     t.invalid(function, count_name + " " + std::to_string(bad), count_name,
@@ -344,8 +387,8 @@ void rollout_functions(Table& t, World& w) {
   const std::vector<int64_t>& offsets = w.prompt_offsets;
 
   t.invalid("fp8rl_policy_generate", "policy NULL", "policy", [&o, &w, sampling] {
-    return fp8rl_policy_generate(nullptr, w.prompt_tokens.data(), w.prompt_offsets.data(), 4, w.seeds.data(),
-                                 &sampling, &o.rollout);
+    return fp8rl_policy_generate(nullptr, w.prompt_tokens.data(), w.prompt_offsets.data(), 4, w.seeds.data(), &sampling,
+                                 &o.rollout);
   });
   bad_sequences(
       t, "fp8rl_policy_generate", prompts, offsets, w.config.vocab_size,
@@ -382,7 +425,8 @@ void rollout_functions(Table& t, World& w) {
   static const int32_t kBadStop[] = {-1};
   stops.stop_token_ids = kBadStop;
   stops.num_stop_token_ids = 1;
-  t.invalid("fp8rl_policy_generate", "a stop token -1", "stop token id -1", [generate, stops] { return generate(stops); });
+  t.invalid("fp8rl_policy_generate", "a stop token -1", "stop token id -1",
+            [generate, stops] { return generate(stops); });
   stops.num_stop_token_ids = -1;
   t.invalid("fp8rl_policy_generate", "num_stop_token_ids -1", "num_stop_token_ids",
             [generate, stops] { return generate(stops); });
@@ -415,10 +459,11 @@ void rollout_functions(Table& t, World& w) {
                                           o.logprobs, 8);
               });
   for (const int64_t capacity : {int64_t{7}, int64_t{-1}})
-    t.invalid("fp8rl_policy_score", "capacity " + std::to_string(capacity), "capacity", [&o, &w, p, sampling, capacity] {
-      return fp8rl_policy_score(p, w.tokens.data(), w.offsets.data(), 4, w.prompt_lengths.data(), &sampling,
-                                o.logprobs, capacity);
-    });
+    t.invalid("fp8rl_policy_score", "capacity " + std::to_string(capacity), "capacity",
+              [&o, &w, p, sampling, capacity] {
+                return fp8rl_policy_score(p, w.tokens.data(), w.offsets.data(), 4, w.prompt_lengths.data(), &sampling,
+                                          o.logprobs, capacity);
+              });
   t.invalid("fp8rl_policy_score", "logprobs NULL", "logprobs", [&w, p, sampling] {
     return fp8rl_policy_score(p, w.tokens.data(), w.offsets.data(), 4, w.prompt_lengths.data(), &sampling, nullptr, 8);
   });
@@ -458,15 +503,22 @@ void rollout_functions(Table& t, World& w) {
   t.invalid("fp8rl_rollout_count", "out NULL", "out_count", [r] { return fp8rl_rollout_count(r, nullptr); });
   t.invalid("fp8rl_rollout_total_tokens", "rollout NULL", "rollout",
             [&o] { return fp8rl_rollout_total_tokens(nullptr, &o.total); });
-  t.invalid("fp8rl_rollout_total_tokens", "out NULL", "out_total", [r] { return fp8rl_rollout_total_tokens(r, nullptr); });
-  t.invalid("fp8rl_rollout_seconds", "rollout NULL", "rollout", [&o] { return fp8rl_rollout_seconds(nullptr, &o.seconds); });
+  t.invalid("fp8rl_rollout_total_tokens", "out NULL", "out_total",
+            [r] { return fp8rl_rollout_total_tokens(r, nullptr); });
+  t.invalid("fp8rl_rollout_seconds", "rollout NULL", "rollout",
+            [&o] { return fp8rl_rollout_seconds(nullptr, &o.seconds); });
   t.invalid("fp8rl_rollout_seconds", "out NULL", "out_seconds", [r] { return fp8rl_rollout_seconds(r, nullptr); });
-  t.invalid("fp8rl_rollout_get", "rollout NULL", "rollout", [&o] {
-    return fp8rl_rollout_get(nullptr, 0, &o.tokens_view, &o.logprobs_view, &o.length, &o.finish);
-  });
+  t.invalid("fp8rl_rollout_get", "rollout NULL", "rollout",
+            [&o] { return fp8rl_rollout_get(nullptr, 0, &o.tokens_view, &o.logprobs_view, &o.length, &o.finish); });
   for (const int64_t index : {int64_t{-1}, int64_t{4}, kHugeCount})
     t.invalid("fp8rl_rollout_get", "index " + std::to_string(index), "index", [&o, r, index] {
       return fp8rl_rollout_get(r, index, &o.tokens_view, &o.logprobs_view, &o.length, &o.finish);
+    });
+  t.invalid("fp8rl_rollout_get_experts", "rollout NULL", "rollout",
+            [&o] { return fp8rl_rollout_get_experts(nullptr, 0, &o.tokens_view, &o.length, &o.count, &o.total); });
+  for (const int64_t index : {int64_t{-1}, int64_t{4}, kHugeCount})
+    t.invalid("fp8rl_rollout_get_experts", "index " + std::to_string(index), "index", [&o, r, index] {
+      return fp8rl_rollout_get_experts(r, index, &o.tokens_view, &o.length, &o.count, &o.total);
     });
   t.invalid("fp8rl_rollout_copy", "rollout NULL", "rollout",
             [&o] { return fp8rl_rollout_copy(nullptr, o.tokens, o.logprobs, 256, o.offsets, o.reasons); });
