@@ -48,7 +48,9 @@ struct StepMetrics {
   // slot) triples were compared with the batch's recorded experts (0: none
   // given); routing_agreement is the share of the training router's choices
   // that the generator also made for that token and layer (exactly 1 when
-  // both ran one recipe), whether or not the step replayed the recorded ones.
+  // both ran one recipe), whether or not the step replayed the recorded ones
+  // (with replay: each router's own choice on the hidden states that the
+  // replayed experts of the layers before it computed).
   int64_t routing_choices = 0;
   double routing_agreement = 0.0;
   double router_aux_loss = 0.0;  // the load-balancing loss (training_pass.h), a fed-token mean; 0 for dense policies

@@ -1637,7 +1637,8 @@ typedef struct fp8rl_train_metrics {
                                       (0 when the batch brought none). */
   double routing_agreement;      /**< Share of the training router's choices the generator also made for that
                                       token and layer: exactly 1 when both ran one recipe. Measured on the
-                                      router's own choice, also under routing_replay. */
+                                      router's own choice, also under routing_replay (then on the hidden
+                                      states the replayed experts of earlier layers computed). */
   double router_aux_loss;        /**< The load-balancing loss (without its coefficient), a fed-token mean. */
 } fp8rl_train_metrics;
 
