@@ -111,6 +111,8 @@ class Backend {
   // Mixture-of-Experts routing and combine (kernels/moe_ops.h).
   virtual void moe_route(const MoeRouteArgs& args) = 0;
   virtual void moe_combine(const MoeCombineArgs& args) = 0;
+  virtual void moe_route_backward(const MoeRouteBackwardArgs& args) = 0;
+  virtual void moe_combine_backward(const MoeCombineBackwardArgs& args) = 0;
   // Draws one token per row of logits [rows, vocab] from the distribution
   // params[r] defines, by inverting its CDF at params[r].uniform; writes the
   // token and its log-probability under that distribution.

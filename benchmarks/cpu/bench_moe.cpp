@@ -1,20 +1,22 @@
-// Mixture-of-Experts forward throughput on the CPU backend, each figure
-// against its baseline measured in the same run:
+// Mixture-of-Experts throughput on the CPU backend, each figure against its
+// baseline measured in the same run:
 //
 //  1. One Qwen3-30B-A3B layer (hidden 2048, 32/4 heads of 128, 128 experts
 //     of width 768, top-8, renormalized) as a one-layer policy with a 2048-
 //     token vocabulary, forward tokens/s over one sequence of 1, 32 and 2048
 //     tokens, BF16 and FP8 linears. Baseline: the same layer with a dense
 //     SwiGLU MLP of width 8 x 768 = 6144, the same active FLOPs.
-//  2. Decode tokens/s of a small MoE policy (16 experts of width 256, top-2)
+//  2. The same layers' training forward and backward (Trainer::gradients,
+//     cross-entropy over every fed token), tokens/s: MoE against dense, and
+//     FP8 against BF16.
+//  3. Decode tokens/s of a small MoE policy (16 experts of width 256, top-2)
 //     against a dense policy of equal active parameters (width 512).
 //
 //   fp8rl_bench_moe [--threads N] [--repeats N]
 //
 // Attention, norms and the small head are in both sides of each ratio; the
 // MoE-over-dense ratio is what routing, grouping, the per-expert GEMMs and
-// the combine cost. Backward throughput is not measured: the MoE backward
-// pass does not exist yet. Medians of --repeats runs after one warm-up.
+// the combine cost. Medians of --repeats runs after one warm-up.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +30,7 @@
 #include "core/model/model_params.h"
 #include "core/policy/policy.h"
 #include "core/rollout/rollout.h"
+#include "core/train/trainer.h"
 
 namespace {
 
@@ -128,6 +131,29 @@ double forward_rate(policy::Policy& policy, int64_t tokens, int repeats) {
   return static_cast<double>(tokens) / median(times);
 }
 
+// Training forward + backward tokens/s: one sequence of tokens + 1 ids whose
+// first is the prompt, so that every fed token's log-prob is in the loss.
+double training_rate(policy::Policy& policy, int64_t tokens, int repeats) {
+  const std::vector<int32_t> sequence = tokens_of(tokens + 1, policy.config().vocab_size);
+  const int64_t offsets[] = {0, tokens + 1};
+  const int64_t prompt[] = {1};
+  train::TrainerOptions options;
+  options.loss.kind = train::LossKind::cross_entropy;
+  options.micro_batch_tokens = tokens;
+  train::Trainer trainer(policy, options);
+  train::TrainBatch batch;
+  batch.sequences = {sequence.data(), offsets, 1};
+  batch.prompt_lengths = prompt;
+  std::vector<double> times;
+  for (int r = 0; r <= repeats; ++r) {
+    const Clock::time_point start = Clock::now();
+    const train::BatchGradients gradients = trainer.gradients(batch);
+    if (r > 0) times.push_back(seconds_since(start));
+    if (gradients.grads.empty()) std::abort();
+  }
+  return static_cast<double>(tokens) / median(times);
+}
+
 // Decode tokens/s of generate(): 8 prompts of 16 tokens, 32 new tokens each,
 // timed without the prefill (measured apart and subtracted).
 double decode_rate(policy::Policy& policy, int repeats) {
@@ -168,6 +194,24 @@ void print_forward_table(Context& context, const Options& options) {
   }
 }
 
+void print_training_table(Context& context, const Options& options) {
+  std::printf("\nQwen3-30B-A3B layer training forward + backward, tokens/s (the layers of the table above)\n");
+  std::printf("%-7s %7s %12s %12s %10s %10s\n", "recipe", "tokens", "moe", "dense", "moe/dense", "fp8/bf16");
+  std::vector<double> bf16_moe;
+  for (const bool fp8 : {false, true}) {
+    policy::Policy moe(context, model::random_model_params(qwen3_30b_a3b_layer(false), 1), recipe_of(fp8));
+    policy::Policy dense(context, model::random_model_params(qwen3_30b_a3b_layer(true), 1), recipe_of(fp8));
+    size_t row = 0;
+    for (const int64_t tokens : {int64_t{1}, int64_t{32}, int64_t{2048}}) {
+      const double a = training_rate(moe, tokens, options.repeats), b = training_rate(dense, tokens, options.repeats);
+      if (!fp8) bf16_moe.push_back(a);
+      std::printf("%-7s %7lld %12.1f %12.1f %10.3f %10.3f\n", fp8 ? "fp8" : "bf16", static_cast<long long>(tokens), a,
+                  b, a / b, a / bf16_moe[row++]);
+      std::fflush(stdout);
+    }
+  }
+}
+
 void print_decode_table(Context& context, const Options& options) {
   std::printf("\nsmall policy decode, tokens/s (4 layers, hidden 512; MoE 16 x 256 top-2, dense 512)\n");
   std::printf("%-7s %12s %12s %10s\n", "recipe", "moe", "dense", "moe/dense");
@@ -187,5 +231,6 @@ int main(int argc, char** argv) {
   std::printf("fp8rl_bench_moe: CPU backend, %d threads, medians of %d runs\n", options.threads, options.repeats);
   print_decode_table(context, options);
   print_forward_table(context, options);
+  print_training_table(context, options);
   return 0;
 }

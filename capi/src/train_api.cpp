@@ -53,6 +53,8 @@ fp8rl_trainer_options default_trainer_options() {
   o.calibration = to_public(d.calibration);
   o.seed = d.seed;
   o.minibatches = d.minibatches;
+  o.router_aux_loss_coef = d.router_aux_loss_coef;
+  o.routing_replay = d.routing_replay ? 1 : 0;
   return o;
 }
 
@@ -104,6 +106,8 @@ train::TrainerOptions trainer_options_from(const fp8rl_trainer_options* given) {
   t.calibration = calibration_from(read_embedded_options(o.calibration, defaults.calibration, "options->calibration"));
   t.seed = o.seed;
   t.minibatches = o.minibatches;
+  t.router_aux_loss_coef = o.router_aux_loss_coef;
+  t.routing_replay = o.routing_replay != 0;
   return t;
 }
 
@@ -113,9 +117,17 @@ fp8rl_train_batch default_train_batch() {
   return batch;
 }
 
-// The batch as the core takes it; the per-token count is checked here, where
-// the C arrays' lengths are known.
-train::TrainBatch train_batch_from(const fp8rl_train_batch& b) {
+// The expert choices a batch of these sequences must bring for a policy of `config`.
+int64_t expected_expert_choices(const fp8rl::rollout::TokenSequences& sequences,
+                                const fp8rl::model::ModelConfig& config) {
+  int64_t fed = 0;
+  for (int64_t i = 0; i < sequences.count; ++i) fed += sequences.length(i) - 1;
+  return fed * fp8rl::model::sparse_layer_count(config) * config.moe.num_experts_per_tok;
+}
+
+// The batch as the core takes it; the per-token counts are checked here,
+// where the C arrays' lengths are known.
+train::TrainBatch train_batch_from(const fp8rl_train_batch& b, const fp8rl::model::ModelConfig& config) {
   const auto sequences =
       sequences_from(b.tokens, b.offsets, b.num_sequences, "batch->tokens", "batch->offsets", "batch->num_sequences");
   fp8rl::require(b.prompt_lengths != nullptr, "batch->prompt_lengths is NULL");
@@ -124,6 +136,13 @@ train::TrainBatch train_batch_from(const fp8rl_train_batch& b) {
                  "batch->num_completion_tokens is " + std::to_string(b.num_completion_tokens) +
                      " but the sequences hold " + std::to_string(expected) + " completion tokens");
   fp8rl::require(b.generation_seconds >= 0.0, "batch->generation_seconds must be >= 0");
+  if (b.experts != nullptr && fp8rl::model::sparse_layer_count(config) > 0) {
+    const int64_t choices = expected_expert_choices(sequences, config);
+    fp8rl::require(b.num_expert_choices == choices, "batch->num_expert_choices is " +
+                                                        std::to_string(b.num_expert_choices) + " but the sequences' " +
+                                                        "fed tokens, sparse layers and k make " +
+                                                        std::to_string(choices));
+  }
   train::TrainBatch batch;
   batch.sequences = sequences;
   batch.prompt_lengths = b.prompt_lengths;
@@ -133,6 +152,7 @@ train::TrainBatch train_batch_from(const fp8rl_train_batch& b) {
   batch.advantages = b.advantages;
   batch.generation_seconds = b.generation_seconds;
   batch.logp_old = b.logp_old;
+  batch.experts = b.experts;
   return batch;
 }
 
@@ -182,6 +202,9 @@ fp8rl_train_metrics to_public(const train::StepMetrics& m) {
   r.bytes_reduced = m.communication.bytes_reduced;
   r.bytes_gathered = m.communication.bytes_gathered;
   r.communication_seconds = m.communication.seconds;
+  r.routing_choices = m.routing_choices;
+  r.routing_agreement = m.routing_agreement;
+  r.router_aux_loss = m.router_aux_loss;
   return r;
 }
 
@@ -274,7 +297,7 @@ FP8RL_API fp8rl_status fp8rl_trainer_step(fp8rl_trainer* trainer, const fp8rl_tr
     check_out_struct(out_metrics, "out_metrics");
     const fp8rl_train_batch given = read_options(batch, default_train_batch(), "batch");
     check_arrays_fit_loss(impl.options(), given);
-    const train::TrainBatch core_batch = train_batch_from(given);
+    const train::TrainBatch core_batch = train_batch_from(given, policy_of(trainer->policy).config());
     train::StepMetrics metrics;
     {
       const std::lock_guard<std::mutex> lock(mutex_of(trainer));
@@ -302,7 +325,7 @@ FP8RL_API fp8rl_status fp8rl_trainer_iterate(fp8rl_trainer* trainer, const fp8rl
     }
     const fp8rl_train_batch given = read_options(batch, default_train_batch(), "batch");
     check_arrays_fit_loss(impl.options(), given);
-    const train::TrainBatch core_batch = train_batch_from(given);
+    const train::TrainBatch core_batch = train_batch_from(given, policy_of(trainer->policy).config());
     train::IterationMetrics metrics;
     {
       const std::lock_guard<std::mutex> lock(mutex_of(trainer));

@@ -1,55 +1,113 @@
 #include "core/blocks/moe_mlp.h"
 
+#include <string>
+#include <vector>
+
 #include "kernels/error.h"
 
 namespace fp8rl::blocks {
+namespace {
 
 using model::ExpertLinear;
 
-void MoeMlp::ensure(const model::ModelConfig& config, int64_t tokens) {
-  if (tokens <= capacity_tokens_) return;
-  const auto n = static_cast<size_t>(tokens);
-  const auto k = static_cast<size_t>(config.moe.num_experts_per_tok);
-  const auto hidden = static_cast<size_t>(config.hidden_size);
-  const auto inter = static_cast<size_t>(config.moe.moe_intermediate_size);
-  logits_ = DeviceArray<float>(backend_, n * static_cast<size_t>(config.moe.num_experts));
-  chosen_ = DeviceArray<int32_t>(backend_, n * k);
-  weights_ = DeviceArray<float>(backend_, n * k);
-  rows_ = DeviceArray<int64_t>(backend_, n * k);
-  slots_ = DeviceArray<int64_t>(backend_, n * k);
-  expert_in_ = DeviceArray<float>(backend_, n * k * hidden);
-  gate_ = DeviceArray<float>(backend_, n * k * inter);
-  up_ = DeviceArray<float>(backend_, n * k * inter);
-  expert_out_ = DeviceArray<float>(backend_, n * k * hidden);
-  capacity_tokens_ = tokens;
-}
+size_t as_size(int64_t value) { return static_cast<size_t>(value); }
 
-std::vector<int64_t> MoeMlp::group_by_expert(int64_t tokens, int64_t experts, int64_t k) {
-  const size_t slots = static_cast<size_t>(tokens * k);
-  std::vector<int64_t> offsets(static_cast<size_t>(experts) + 1, 0);
+// Groups the (token, slot) pairs of `used` [tokens, k] by expert, token-major
+// so that tokens ascend within each expert: state.offsets and, uploaded,
+// the token of each expert row and the row of each slot.
+void group_by_expert(const std::vector<int32_t>& used, int64_t experts, int64_t k, MoeState& state) {
+  const size_t slots = used.size();
+  state.offsets.assign(as_size(experts) + 1, 0);
+  for (const int32_t e : used) {
+    if (e < 0 || e >= experts) fail(Status::internal, "moe: routed to expert " + std::to_string(e));
+    ++state.offsets[as_size(e) + 1];
+  }
+  for (size_t e = 0; e < as_size(experts); ++e) state.offsets[e + 1] += state.offsets[e];
+  std::vector<int64_t> next(state.offsets.begin(), state.offsets.end() - 1);
+  std::vector<int64_t> rows(slots), slot_rows(slots);
   for (size_t s = 0; s < slots; ++s) {
-    const int32_t e = chosen_host_[s];
-    if (e < 0 || e >= experts) fail(Status::internal, "moe: the router chose expert " + std::to_string(e));
-    ++offsets[static_cast<size_t>(e) + 1];
+    const int64_t row = next[as_size(used[s])]++;
+    rows[as_size(row)] = static_cast<int64_t>(s) / k;
+    slot_rows[s] = row;
   }
-  for (size_t e = 0; e < static_cast<size_t>(experts); ++e) offsets[e + 1] += offsets[e];
-  std::vector<int64_t> next(offsets.begin(), offsets.end() - 1);
-  rows_host_.resize(slots);
-  slots_host_.resize(slots);
-  for (size_t s = 0; s < slots; ++s) {  // token-major, so tokens ascend within each expert
-    const int64_t row = next[static_cast<size_t>(chosen_host_[s])]++;
-    rows_host_[static_cast<size_t>(row)] = static_cast<int64_t>(s) / k;
-    slots_host_[s] = row;
-  }
-  return offsets;
+  state.rows_of.upload(rows.data(), slots);
+  state.slots.upload(slot_rows.data(), slots);
 }
 
-void MoeMlp::forward(const LinearForward& linear, const policy::CompiledLayer& layer, const model::ModelConfig& config,
-                     int64_t tokens, const float* normed, float* out) {
+// The replayed experts [tokens, k] must be valid, distinct choices: the
+// combine and the backward count on each expert appearing once per token.
+void check_replay(const int32_t* replay, int64_t tokens, int64_t experts, int64_t k) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int32_t* row = replay + t * k;
+    for (int64_t j = 0; j < k; ++j) {
+      require(row[j] >= 0 && row[j] < experts, "routing replay: token " + std::to_string(t) + " names expert " +
+                                                   std::to_string(row[j]) + ", outside [0, " +
+                                                   std::to_string(experts) + ")");
+      for (int64_t i = 0; i < j; ++i)
+        require(row[i] != row[j], "routing replay: token " + std::to_string(t) + " names expert " +
+                                      std::to_string(row[j]) + " twice");
+    }
+  }
+}
+
+void ensure_backward_scratch(Backend& backend, const model::ModelConfig& config, int64_t tokens,
+                             MoeBackwardScratch& s) {
+  if (tokens <= s.capacity) return;
+  const size_t n = as_size(tokens), k = as_size(config.moe.num_experts_per_tok);
+  const size_t hidden = as_size(config.hidden_size), inter = as_size(config.moe.moe_intermediate_size);
+  s.dexpert_out = DeviceArray<float>(backend, n * k * hidden);
+  s.dexpert_in = DeviceArray<float>(backend, n * k * hidden);
+  s.dact = DeviceArray<float>(backend, n * k * inter);
+  s.dgate = DeviceArray<float>(backend, n * k * inter);
+  s.dup = DeviceArray<float>(backend, n * k * inter);
+  s.dweights = DeviceArray<float>(backend, n * k);
+  s.ones = DeviceArray<float>(backend, n * k);
+  const std::vector<float> ones(n * k, 1.0f);
+  s.ones.upload(ones.data(), n * k);
+  s.dlogits = DeviceArray<float>(backend, n * as_size(config.moe.num_experts));
+  s.capacity = tokens;
+}
+
+// One expert's backward over its rows [first, first + rows) of the grouped buffers.
+void expert_backward(train::LayerPass& p, const MoeState& state, const train::ExpertGradPointers& grads,
+                     const policy::CompiledExpert& expert, const policy::CompiledExpert& transposed, int64_t first,
+                     int64_t rows) {
+  MoeBackwardScratch& s = p.scratch.moe;
+  const int64_t hidden = p.config.hidden_size, inter = p.config.moe.moe_intermediate_size;
+  train::LayerPass rows_pass = p;  // the expert's pass runs over its rows only
+  rows_pass.tokens = rows;
+  const float* dout = s.dexpert_out.data() + first * hidden;  // [rows, hidden]
+  const float* in = state.expert_in.data() + first * hidden;  // [rows, hidden]
+  float* dact = s.dact.data() + first * inter;                // [rows, inter]
+  float* dgate = s.dgate.data() + first * inter;              // [rows, inter]
+  float* dup = s.dup.data() + first * inter;                  // [rows, inter]
+  float* din = s.dexpert_in.data() + first * hidden;          // [rows, hidden]
+  train::input_grad(rows_pass, transposed.linear(ExpertLinear::down), dout, dact, false);
+  train::weight_grads(rows_pass, expert.linear(ExpertLinear::down), dout, state.act() + first * inter,
+                      grads.linear(ExpertLinear::down));
+  p.backend.swiglu_backward(state.gate.data() + first * inter, state.up.data() + first * inter, dact, rows * inter,
+                            dgate, dup);
+  train::weight_grads(rows_pass, expert.linear(ExpertLinear::gate), dgate, in, grads.linear(ExpertLinear::gate));
+  train::weight_grads(rows_pass, expert.linear(ExpertLinear::up), dup, in, grads.linear(ExpertLinear::up));
+  train::input_grad(rows_pass, transposed.linear(ExpertLinear::gate), dgate, din, false);
+  train::input_grad(rows_pass, transposed.linear(ExpertLinear::up), dup, din, true);
+}
+
+}  // namespace
+
+void moe_mlp_forward(Backend& backend, const LinearForward& linear, const policy::CompiledLayer& layer,
+                     const model::ModelConfig& config, int64_t tokens, const float* normed, MoeState& state,
+                     float* out) {
+  state.tokens = tokens;
+  state.replaying = state.replay != nullptr;
   if (tokens == 0) return;
-  ensure(config, tokens);
   const int64_t hidden = config.hidden_size, inter = config.moe.moe_intermediate_size;
   const int64_t experts = config.moe.num_experts, k = config.moe.num_experts_per_tok;
+  const size_t slots = as_size(tokens * k);
+  if (state.replaying) {
+    check_replay(state.replay, tokens, experts, k);
+    state.replayed.upload(state.replay, slots);
+  }
 
   MoeRouteArgs route;
   route.x = normed;
@@ -59,43 +117,109 @@ void MoeMlp::forward(const LinearForward& linear, const policy::CompiledLayer& l
   route.experts = experts;
   route.top_k = k;
   route.normalize = config.moe.norm_topk_prob;
-  route.logits = logits_.data();
-  route.chosen = chosen_.data();
-  route.weights = weights_.data();
-  backend_.moe_route(route);
+  route.replayed = state.replaying ? state.replayed.data() : nullptr;
+  route.logits = state.logits.data();
+  route.chosen = state.chosen.data();
+  route.weights = state.weights.data();
+  backend.moe_route(route);
 
   // The grouping is host work over tokens * k indices: the row counts of the
   // expert GEMMs have to be known on the host anyway.
-  const size_t slots = static_cast<size_t>(tokens * k);
-  chosen_host_.resize(slots);
-  chosen_.download(chosen_host_.data(), slots);
-  const std::vector<int64_t> offsets = group_by_expert(tokens, experts, k);
-  rows_.upload(rows_host_.data(), slots);
-  slots_.upload(slots_host_.data(), slots);
-  backend_.gather_rows(normed, hidden, rows_.data(), static_cast<int64_t>(slots), expert_in_.data());
+  state.chosen_host.resize(slots);
+  state.chosen.download(state.chosen_host.data(), slots);
+  if (state.replaying) {
+    state.used_host.assign(state.replay, state.replay + slots);
+  } else {
+    state.used_host = state.chosen_host;
+  }
+  group_by_expert(state.used_host, experts, k, state);
+  backend.gather_rows(normed, hidden, state.rows_of.data(), static_cast<int64_t>(slots), state.expert_in.data());
 
   for (int64_t e = 0; e < experts; ++e) {
-    const int64_t first = offsets[static_cast<size_t>(e)], rows = offsets[static_cast<size_t>(e) + 1] - first;
+    const int64_t first = state.first_row(e), rows = state.rows(e);
     if (rows == 0) continue;  // an expert no token chose runs nothing
-    const policy::CompiledExpert& expert = layer.experts[static_cast<size_t>(e)];
-    float* gate = gate_.data() + first * inter;  // [rows, moe_intermediate]
-    float* up = up_.data() + first * inter;      // [rows, moe_intermediate]
-    linear(expert.linear(ExpertLinear::gate), expert_in_.data() + first * hidden, rows, gate);
-    linear(expert.linear(ExpertLinear::up), expert_in_.data() + first * hidden, rows, up);
-    backend_.swiglu(gate, up, rows * inter, gate);
-    linear(expert.linear(ExpertLinear::down), gate, rows, expert_out_.data() + first * hidden);
+    const policy::CompiledExpert& expert = layer.experts[as_size(e)];
+    const float* in = state.expert_in.data() + first * hidden;  // [rows, hidden]
+    float* gate = state.gate.data() + first * inter;            // [rows, moe_intermediate]
+    float* up = state.up.data() + first * inter;                // [rows, moe_intermediate]
+    float* act = state.act() + first * inter;                   // [rows, moe_intermediate]
+    linear(expert.linear(ExpertLinear::gate), in, rows, gate);
+    linear(expert.linear(ExpertLinear::up), in, rows, up);
+    backend.swiglu(gate, up, rows * inter, act);
+    linear(expert.linear(ExpertLinear::down), act, rows, state.expert_out.data() + first * hidden);
   }
 
   MoeCombineArgs combine;
-  combine.expert_out = expert_out_.data();
-  combine.slot_rows = slots_.data();
-  combine.weights = weights_.data();
+  combine.expert_out = state.expert_out.data();
+  combine.slot_rows = state.slots.data();
+  combine.weights = state.weights.data();
   combine.tokens = tokens;
   combine.hidden = hidden;
   combine.top_k = k;
   combine.expert_rows = static_cast<int64_t>(slots);
   combine.out = out;
-  backend_.moe_combine(combine);
+  backend.moe_combine(combine);
+}
+
+void moe_mlp_backward(train::LayerPass& p, const float* normed, const MoeState& state,
+                      const train::LayerGradPointers& grads, const float* aux_grad, const float* dout,
+                      float* dnormed) {
+  const int64_t tokens = p.tokens, hidden = p.config.hidden_size;
+  const int64_t experts = p.config.moe.num_experts, k = p.config.moe.num_experts_per_tok;
+  require(state.tokens == tokens, "moe backward: the recorded pass has " + std::to_string(state.tokens) +
+                                      " tokens, the backward " + std::to_string(tokens));
+  if (tokens == 0) return;
+  MoeBackwardScratch& s = p.scratch.moe;
+  ensure_backward_scratch(p.backend, p.config, tokens, s);
+
+  MoeCombineBackwardArgs combine;
+  combine.dout = dout;
+  combine.expert_out = state.expert_out.data();
+  combine.slot_rows = state.slots.data();
+  combine.weights = state.weights.data();
+  combine.tokens = tokens;
+  combine.hidden = hidden;
+  combine.top_k = k;
+  combine.expert_rows = tokens * k;
+  combine.dexpert_out = s.dexpert_out.data();
+  combine.dweights = s.dweights.data();
+  p.backend.moe_combine_backward(combine);
+
+  for (int64_t e = 0; e < experts; ++e) {
+    if (state.rows(e) == 0) continue;
+    expert_backward(p, state, grads.experts[as_size(e)], p.layer.experts[as_size(e)],
+                    p.transposed.experts[as_size(e)], state.first_row(e), state.rows(e));
+  }
+
+  // dh = the k slots' input gradients summed in slot order: moe_combine with unit weights.
+  MoeCombineArgs gather;
+  gather.expert_out = s.dexpert_in.data();
+  gather.slot_rows = state.slots.data();
+  gather.weights = s.ones.data();
+  gather.tokens = tokens;
+  gather.hidden = hidden;
+  gather.top_k = k;
+  gather.expert_rows = tokens * k;
+  gather.out = dnormed;
+  p.backend.moe_combine(gather);
+
+  MoeRouteBackwardArgs route;
+  route.x = normed;
+  route.router = p.layer.linear(model::Linear::router).f32.data();
+  route.logits = state.logits.data();
+  route.used = state.used();
+  route.weights = state.weights.data();
+  route.dweights = s.dweights.data();
+  route.aux_grad = aux_grad;
+  route.tokens = tokens;
+  route.hidden = hidden;
+  route.experts = experts;
+  route.top_k = k;
+  route.normalize = p.config.moe.norm_topk_prob;
+  route.dlogits = s.dlogits.data();
+  route.dx = dnormed;
+  route.drouter = grads.linear(model::Linear::router).weight;
+  p.backend.moe_route_backward(route);
 }
 
 }  // namespace fp8rl::blocks

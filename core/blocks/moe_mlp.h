@@ -3,8 +3,20 @@
 //   logits = bf16(h) . router^T          FP32 under every recipe
 //   p      = softmax(logits)             FP32
 //   e[t,j] = the k most probable experts of token t, best first; ties: lower index
+//            (routing replay: experts given by the caller instead)
 //   w[t,j] = p[t, e[t,j]], divided by their sum when norm_topk_prob
 //   out[t] = sum_j w[t,j] * expert_{e[t,j]}(h[t]),   expert(x) = down(silu(gate(x)) * up(x))
+//
+// and backward, with the choice e as a constant (it is piecewise constant):
+//
+//   dw[t,j]        = dout[t] . expert_out[t,j]
+//   dexpert_out    = w[t,j] * dout[t]   -> each expert's down, SwiGLU, gate and up
+//                                          backward over its rows (dgrad and
+//                                          wgrad in the layer's recipe)
+//   dlogits        = through the renormalised gates and the softmax, plus the
+//                    load-balancing loss's dL/dp when given
+//   dh             = sum_j dexpert_in[t,j] (slot order) + dlogits . router
+//   drouter       += dlogits^T . bf16(h)   FP32
 //
 // Dropless (no capacity factor). The rows of all experts are gathered into
 // one buffer grouped by expert, tokens ascending within an expert, and each
@@ -13,50 +25,34 @@
 // computes each row from that row alone and routing and combine are per
 // token (kernels/common/moe_routing_math.h), so a token's output does not
 // depend on which tokens share its batch or its experts: generation, scoring
-// and the training forward route every token identically.
+// and the training forward route every token identically. An expert no
+// token chose runs nothing and gets no gradient.
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "core/blocks/linear_forward.h"
+#include "core/blocks/moe_state.h"
 #include "core/model/model_config.h"
 #include "core/policy/compiled_model.h"
-#include "core/policy/device_array.h"
+#include "core/train/layer_pass.h"
 
 namespace fp8rl::blocks {
 
-class MoeMlp {
- public:
-  explicit MoeMlp(Backend& backend) : backend_(backend) {}
+// out [tokens, hidden] = the sparse layer's MLP of normed [tokens, hidden];
+// state keeps the routing and the experts' intermediates (state.replay:
+// the experts to use instead of the router's).
+void moe_mlp_forward(Backend& backend, const LinearForward& linear, const policy::CompiledLayer& layer,
+                     const model::ModelConfig& config, int64_t tokens, const float* normed, MoeState& state,
+                     float* out);
 
-  // out [tokens, hidden] = the sparse layer's MLP of normed [tokens, hidden].
-  void forward(const LinearForward& linear, const policy::CompiledLayer& layer, const model::ModelConfig& config,
-               int64_t tokens, const float* normed, float* out);
-
-  // The experts the last forward chose: [tokens, k], best first.
-  const std::vector<int32_t>& chosen() const { return chosen_host_; }
-
- private:
-  // Groups the (token, slot) pairs by expert: rows_host_ and slots_host_,
-  // and each expert's first row. Returns the row offsets [experts + 1].
-  std::vector<int64_t> group_by_expert(int64_t tokens, int64_t experts, int64_t k);
-  void ensure(const model::ModelConfig& config, int64_t tokens);
-
-  Backend& backend_;
-  int64_t capacity_tokens_ = 0;
-  DeviceArray<float> logits_;         // [tokens, experts]
-  DeviceArray<int32_t> chosen_;       // [tokens, k]
-  DeviceArray<float> weights_;        // [tokens, k]
-  DeviceArray<int64_t> rows_;         // [tokens * k] the token of each expert row
-  DeviceArray<int64_t> slots_;        // [tokens, k] the expert row of each slot
-  DeviceArray<float> expert_in_;      // [tokens * k, hidden] grouped by expert
-  DeviceArray<float> gate_;           // [tokens * k, moe_intermediate]
-  DeviceArray<float> up_;             // [tokens * k, moe_intermediate]
-  DeviceArray<float> expert_out_;     // [tokens * k, hidden]
-  std::vector<int32_t> chosen_host_;  // [tokens, k]
-  std::vector<int64_t> rows_host_;    // [tokens * k]
-  std::vector<int64_t> slots_host_;   // [tokens, k]
-};
+// dnormed [tokens, hidden] = dL/dh from dout = dL/dout [tokens, hidden]
+// over the pass `state` recorded, whose input was normed; the experts' and
+// the router's weight gradients are accumulated into grads. aux_grad
+// [experts] (backend memory, or null): dL/dp of the load-balancing loss,
+// the same for every token.
+void moe_mlp_backward(train::LayerPass& p, const float* normed, const MoeState& state,
+                      const train::LayerGradPointers& grads, const float* aux_grad, const float* dout,
+                      float* dnormed);
 
 }  // namespace fp8rl::blocks

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/blocks/dense_mlp.h"
+#include "core/blocks/moe_mlp.h"
 #include "kernels/common/quant_layout.h"
 
 namespace fp8rl::policy {
@@ -29,7 +30,7 @@ void check_row_inputs(const TokenBatch& batch) {
 }  // namespace
 
 ModelRunner::ModelRunner(Backend& backend, const model::ModelConfig& config)
-    : backend_(backend), config_(config), rope_(config), moe_(backend), upload_(backend) {}
+    : backend_(backend), config_(config), rope_(config), upload_(backend) {}
 
 void ModelRunner::run(const CompiledModel& model, const AttentionScales& scales, const TokenBatch& batch,
                       KvCache& cache, const PassLimits& limits, const LogitsSink& sink,
@@ -206,8 +207,10 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
   if (layer.experts.empty()) {
     blocks::dense_mlp_forward(backend_, mlp_linear, layer, config_, tokens, a, projected_.data());
   } else {
-    moe_.forward(mlp_linear, layer, config_, tokens, a.mlp_normed, projected_.data());
-    if (routing) routing(index, first, tokens, moe_.chosen().data());
+    blocks::MoeState& state = a.moe ? *a.moe : moe_workspace_;
+    state.ensure(backend_, config_, tokens, a.moe != nullptr);
+    blocks::moe_mlp_forward(backend_, mlp_linear, layer, config_, tokens, a.mlp_normed, state, projected_.data());
+    if (routing) routing(index, first, tokens, state.chosen_host.data());
   }
   backend_.add(residual_.data(), projected_.data(), tokens * hidden);
 }

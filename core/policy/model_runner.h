@@ -11,7 +11,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/blocks/moe_mlp.h"
+#include "core/blocks/moe_state.h"
 #include "core/model/model_config.h"
 #include "core/policy/compiled_model.h"
 #include "core/policy/device_array.h"
@@ -97,7 +97,7 @@ class ModelRunner {
   Backend& backend_;
   model::ModelConfig config_;
   RopeTable rope_;
-  blocks::MoeMlp moe_;  // the sparse layers' MLP and its workspace
+  blocks::MoeState moe_workspace_;  // the sparse layers' routing and experts, reused layer after layer
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logit_rows_ = 0;
   PackedBuffer upload_;  // the current pass's indices (pass_upload.h)

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/blocks/moe_state.h"
 #include "core/policy/pass_upload.h"
 
 namespace fp8rl::policy {
@@ -27,6 +28,9 @@ struct LayerActivations {
   float* gate = nullptr;              // [tokens, intermediate] gate projection (pre-activation)
   float* up = nullptr;                // [tokens, intermediate] up projection
   float* act = nullptr;               // [tokens, intermediate] silu(gate) * up (down_proj input); may == gate
+  // A sparse layer's routing and experts' intermediates (then gate, up and
+  // act are unused); null: the runner's workspace (inference), or a dense layer.
+  blocks::MoeState* moe = nullptr;
 };
 
 // Receives one whole pass: begin() first (the pass's indices are valid only

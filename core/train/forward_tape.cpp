@@ -31,7 +31,8 @@ void ForwardTape::reserve(int64_t tokens) {
   const size_t n = as_size(tokens);
   const size_t hidden = n * as_size(config_.hidden_size), inter = n * as_size(config_.intermediate_size);
   const size_t q = n * as_size(model::q_dim(config_)), kv = n * as_size(model::kv_dim(config_));
-  for (LayerStore& layer : layers_) {
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    LayerStore& layer = layers_[l];
     layer.attention_input = DeviceArray<float>(backend_, hidden);
     layer.attention_normed = DeviceArray<float>(backend_, hidden);
     layer.q = DeviceArray<float>(backend_, q);
@@ -44,6 +45,7 @@ void ForwardTape::reserve(int64_t tokens) {
     layer.attention = DeviceArray<float>(backend_, q);
     layer.mlp_input = DeviceArray<float>(backend_, hidden);
     layer.mlp_normed = DeviceArray<float>(backend_, hidden);
+    if (model::is_sparse_layer(config_, static_cast<int64_t>(l))) continue;  // the runner sizes layer.moe
     layer.gate = DeviceArray<float>(backend_, inter);
     layer.up = DeviceArray<float>(backend_, inter);
     layer.act = DeviceArray<float>(backend_, inter);
@@ -72,7 +74,12 @@ policy::LayerActivations ForwardTape::layer(size_t index) {
   a.gate = s.gate.data();
   a.up = s.up.data();
   a.act = s.act.data();
+  a.moe = moe(index);
   return a;
+}
+
+blocks::MoeState* ForwardTape::moe(size_t layer) {
+  return model::is_sparse_layer(config_, static_cast<int64_t>(layer)) ? &layers_[layer].moe : nullptr;
 }
 
 }  // namespace fp8rl::train

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "core/blocks/moe_state.h"
 #include "core/model/model_config.h"
 #include "core/policy/device_array.h"
 #include "core/policy/pass_recorder.h"
@@ -25,6 +26,8 @@ class ForwardTape : public policy::PassRecorder {
   // The recorded pass's indices in backend memory: ids, positions,
   // key_begin, key_count and max_key_count (the rest is null).
   const policy::PassIndices& indices() const { return indices_; }
+  // A sparse layer's routing and experts of the pass; null for a dense layer.
+  blocks::MoeState* moe(size_t layer);
   int64_t tokens() const { return tokens_; }
 
  private:
@@ -32,7 +35,8 @@ class ForwardTape : public policy::PassRecorder {
 
   struct LayerStore {
     DeviceArray<float> attention_input, attention_normed, q_raw, k_raw, q, k, v, attention;
-    DeviceArray<float> mlp_input, mlp_normed, gate, up, act;
+    DeviceArray<float> mlp_input, mlp_normed, gate, up, act;  // gate, up, act: dense layers
+    blocks::MoeState moe;                                     // sparse layers
   };
   Backend& backend_;
   model::ModelConfig config_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/blocks/dense_mlp.h"
+#include "core/blocks/moe_mlp.h"
 #include "core/train/layer_pass.h"
 
 namespace fp8rl::train {
@@ -28,9 +29,13 @@ void ensure_scratch(Backend& backend, const model::ModelConfig& config, int64_t 
                              {&s.dup, inter}}) {
     array->reserve_discarding(backend, size);
   }
-  int64_t largest = 0;  // elements of the largest weight
+  int64_t largest = 0;  // elements of the largest weight (a router's gradient needs none)
   for (const model::LinearPart& part : model::kLinearParts) {
-    largest = std::max(largest, part.out_features(config) * part.in_features(config));
+    if (part.role != Linear::router) largest = std::max(largest, part.out_features(config) * part.in_features(config));
+  }
+  if (model::sparse_layer_count(config) > 0) {
+    for (const model::ExpertPart& part : model::kExpertParts)
+      largest = std::max(largest, part.out_features(config) * part.in_features(config));
   }
   s.dweight.reserve_discarding(backend, as_size(largest));
   if (s.zero_ids.size() < n) {
@@ -41,10 +46,14 @@ void ensure_scratch(Backend& backend, const model::ModelConfig& config, int64_t 
 
 // dresidual: dL/dx_out -> dL/dx_mid.
 void mlp_block_backward(LayerPass& p, const policy::LayerActivations& saved, const LayerGradPointers& grads,
-                        float* dresidual) {
+                        const float* aux_grad, float* dresidual) {
   LayerBackwardScratch& s = p.scratch;
   const int64_t hidden = p.config.hidden_size;
-  blocks::dense_mlp_backward(p, saved, grads, dresidual, s.dnormed.data());
+  if (saved.moe) {
+    blocks::moe_mlp_backward(p, saved.mlp_normed, *saved.moe, grads, aux_grad, dresidual, s.dnormed.data());
+  } else {
+    blocks::dense_mlp_backward(p, saved, grads, dresidual, s.dnormed.data());
+  }
   p.backend.rms_norm_backward(saved.mlp_input, p.layer.norm(Norm::post_attention).data(), s.dnormed.data(), p.tokens,
                               hidden, static_cast<float>(p.config.rms_norm_eps), s.dnormed.data(),
                               grads.norm(Norm::post_attention));
@@ -127,13 +136,14 @@ void input_grad(LayerPass& p, const policy::LinearWeights& transposed, const flo
 void layer_backward(Backend& backend, const model::ModelConfig& config, const policy::CompiledModel& model,
                     size_t index, const TransposedLayer& transposed, const policy::AttentionScales& scales,
                     const policy::KvCache& cache, const policy::RopeTable& rope, ForwardTape& tape,
-                    const LayerGradPointers& grads, float* dresidual, LayerBackwardScratch& scratch) {
+                    const LayerGradPointers& grads, const float* aux_grad, float* dresidual,
+                    LayerBackwardScratch& scratch) {
   const int64_t tokens = tape.tokens();
   ensure_scratch(backend, config, tokens, scratch);
   LayerPass pass{backend, config, model.layers()[index], transposed, model.scale_format(), tokens, tape.indices(),
                  rope,    scratch};
   const policy::LayerActivations saved = tape.layer(index);
-  mlp_block_backward(pass, saved, grads, dresidual);
+  mlp_block_backward(pass, saved, grads, aux_grad, dresidual);
   attention_block_backward(pass, model, index, scales, cache, saved, grads, dresidual);
 }
 

@@ -13,6 +13,9 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
+
+#include "core/blocks/moe_state.h"
 
 #include "core/model/layer_parts.h"
 #include "core/model/model_config.h"
@@ -29,10 +32,18 @@ struct LinearGradPointers {
   float* bias = nullptr;    // [out]; null when the layer has none
 };
 
+// One expert's weight gradients, by model::ExpertLinear.
+struct ExpertGradPointers {
+  std::array<LinearGradPointers, model::kExpertLinearCount> linears{};
+
+  const LinearGradPointers& linear(model::ExpertLinear role) const { return linears[model::index(role)]; }
+};
+
 // One layer's gradients, one per part of the layer table (core/model/layer_parts.h).
 struct LayerGradPointers {
   std::array<LinearGradPointers, model::kLinearCount> linears{};  // by model::Linear
   std::array<float*, model::kNormCount> norms{};                  // by model::Norm [size]; null when absent
+  std::vector<ExpertGradPointers> experts;                        // [num_experts] in a sparse layer, else empty
 
   const LinearGradPointers& linear(model::Linear role) const { return linears[model::index(role)]; }
   float* norm(model::Norm role) const { return norms[model::index(role)]; }
@@ -43,18 +54,22 @@ struct LayerBackwardScratch {
   DeviceArray<float> dnormed, dpartial;  // [tokens, hidden]
   DeviceArray<float> dattention, dq;     // [tokens, q_dim]
   DeviceArray<float> dk, dv;             // [tokens, kv_dim]
-  DeviceArray<float> dact, dgate, dup;   // [tokens, intermediate]
+  DeviceArray<float> dact, dgate, dup;   // [tokens, intermediate] (the dense MLP's)
   DeviceArray<float> dweight;            // the largest layer weight
   DeviceArray<int32_t> zero_ids;         // [tokens] zeros: bias gradients as column sums
   LinearGradScratch linear;
+  blocks::MoeBackwardScratch moe;
 };
 
 // One layer's backward over the pass that `tape` recorded, whose cache rows
 // must be its tokens in order (token t in cache row t), so that dK and dV per
 // cache row are per token. rope: the runner's tables (they cover the pass).
+// aux_grad [experts] (backend memory, or null): the load-balancing loss's
+// dL/dp for every token of a sparse layer.
 void layer_backward(Backend& backend, const model::ModelConfig& config, const policy::CompiledModel& model,
                     size_t index, const TransposedLayer& transposed, const policy::AttentionScales& scales,
                     const policy::KvCache& cache, const policy::RopeTable& rope, ForwardTape& tape,
-                    const LayerGradPointers& grads, float* dresidual, LayerBackwardScratch& scratch);
+                    const LayerGradPointers& grads, const float* aux_grad, float* dresidual,
+                    LayerBackwardScratch& scratch);
 
 }  // namespace fp8rl::train

@@ -37,8 +37,11 @@ void finish_timing(StepMetrics& m) {
 StepMetrics summarize_steps(const std::vector<StepMetrics>& steps) {
   if (steps.size() == 1) return steps.front();  // exactly, not a mean of one
   StepMetrics total;
-  double entropy = 0.0;
+  double entropy = 0.0, agreeing = 0.0, aux = 0.0;
   for (const StepMetrics& m : steps) {
+    agreeing += m.routing_agreement * static_cast<double>(m.routing_choices);
+    aux += m.router_aux_loss * static_cast<double>(m.trained_tokens);
+    total.routing_choices += m.routing_choices;
     if (m.skipped && !total.skipped) total.skip_reason = m.skip_reason;
     total.skipped += m.skipped;
     total.clipped += m.clipped;
@@ -62,6 +65,8 @@ StepMetrics summarize_steps(const std::vector<StepMetrics>& steps) {
   total.loss /= n;
   total.grad_norm /= n;
   total.entropy = total.completion_tokens > 0 ? entropy / static_cast<double>(total.completion_tokens) : 0.0;
+  total.routing_agreement = total.routing_choices > 0 ? agreeing / static_cast<double>(total.routing_choices) : 0.0;
+  total.router_aux_loss = total.trained_tokens > 0 ? aux / static_cast<double>(total.trained_tokens) : 0.0;
   return total;
 }
 

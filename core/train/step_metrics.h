@@ -44,6 +44,16 @@ struct StepMetrics {
   bool has_mismatch = false;   // logp_gen was given; a batch's property, so only in the iteration's total
   MismatchMetrics mismatch;
   double reward_mean = 0.0;  // when rewards were given (iteration total only)
+  // Mixture-of-Experts policies. routing_choices (fed token, sparse layer,
+  // slot) triples were compared with the batch's recorded experts (0: none
+  // given); routing_agreement is the share of the training router's choices
+  // that the generator also made for that token and layer (exactly 1 when
+  // both ran one recipe), whether or not the step replayed the recorded ones
+  // (with replay: each router's own choice on the hidden states that the
+  // replayed experts of the layers before it computed).
+  int64_t routing_choices = 0;
+  double routing_agreement = 0.0;
+  double router_aux_loss = 0.0;  // the load-balancing loss (training_pass.h), a fed-token mean; 0 for dense policies
   int64_t sequences = 0;
   int64_t completion_tokens = 0;
   int64_t trained_tokens = 0;      // tokens through the forward and backward passes

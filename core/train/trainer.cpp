@@ -29,6 +29,35 @@ double seconds_since(Backend& backend, Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Recorded experts [fed tokens, sparse layers, k]: each an expert of the
+// model, distinct within a (token, layer), as a router chooses them.
+void check_recorded_experts(const int32_t* experts, int64_t fed_tokens, const model::ModelConfig& config) {
+  const int64_t k = config.moe.num_experts_per_tok, sparse = model::sparse_layer_count(config);
+  for (int64_t row = 0; row < fed_tokens * sparse; ++row) {
+    const int32_t* choice = experts + row * k;
+    for (int64_t j = 0; j < k; ++j) {
+      require(choice[j] >= 0 && choice[j] < config.moe.num_experts && std::find(choice, choice + j, choice[j]) == choice + j,
+              "train batch: experts[" + std::to_string(row * k + j) + "] = " + std::to_string(choice[j]) +
+                  " (fed token " + std::to_string(row / sparse) + ", sparse layer " + std::to_string(row % sparse) +
+                  ") is not a distinct expert in [0, " + std::to_string(config.moe.num_experts) + ")");
+    }
+  }
+}
+
+// How many of the training router's choices routed [tokens, k] in sparse
+// layer s the generator also made: recorded [fed tokens, sparse, k] from
+// the micro-batch's first fed token.
+int64_t agreeing_choices(const std::vector<int32_t>& routed, const int32_t* recorded, int64_t s, int64_t sparse,
+                         int64_t k) {
+  int64_t agreeing = 0;
+  const int64_t tokens = static_cast<int64_t>(routed.size()) / k;
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int32_t* theirs = recorded + (t * sparse + s) * k;
+    for (int64_t j = 0; j < k; ++j) agreeing += std::find(theirs, theirs + k, routed[static_cast<size_t>(t * k + j)]) != theirs + k;
+  }
+  return agreeing;
+}
+
 }  // namespace
 
 void validate_trainer_options(const TrainerOptions& options) {
@@ -46,6 +75,8 @@ void validate_trainer_options(const TrainerOptions& options) {
           "trainer: micro_batch_tokens must be >= 1, got " + std::to_string(options.micro_batch_tokens));
   require(options.advantages.group_size >= 1,
           "trainer: advantages.group_size must be >= 1, got " + std::to_string(options.advantages.group_size));
+  require(std::isfinite(options.router_aux_loss_coef) && options.router_aux_loss_coef >= 0.0,
+          "trainer: router_aux_loss_coef must be finite and >= 0, got " + std::to_string(options.router_aux_loss_coef));
 }
 
 // A validated batch with everything the loss reads, per completion token.
@@ -53,6 +84,8 @@ struct Trainer::Prepared {
   rollout::TokenSequences sequences;
   std::vector<int64_t> prompt_lengths;
   std::vector<int64_t> offsets;  // [count + 1] completion-token offsets
+  std::vector<int64_t> fed;      // [count + 1] fed-token offsets (length - 1 per sequence)
+  const int32_t* experts = nullptr;  // [fed tokens, sparse layers, k] or null
   std::vector<int64_t> bounds;   // [minibatches + 1] sequence index of each mini-batch's start
   // [completion tokens] the policy before the iteration; the first
   // mini-batch's part comes from its own training forward when
@@ -81,18 +114,13 @@ struct Trainer::Accumulated {
   std::vector<float> logp;     // [slice's completion tokens]
   std::vector<float> entropy;  // [slice's completion tokens]
   int64_t fed_tokens = 0;
+  int64_t routing_choices = 0, routing_agreeing = 0;
+  double aux_loss_sum = 0.0;  // the micro-batches' load-balancing losses times their fed tokens
   double seconds = 0.0;
 };
 
 Trainer::Trainer(policy::Policy& policy, const TrainerOptions& options) : policy_(policy), options_(options) {
   validate_trainer_options(options);
-  // The forward pass routes tokens through experts; the backward pass through
-  // them does not exist yet, and a trainer must not silently skip them.
-  if (model::sparse_layer_count(policy.config()) > 0) {
-    fail(Status::unsupported, "trainer: training a Mixture-of-Experts policy (" +
-                                  std::string(model::model_type_name(policy.config().family)) +
-                                  ") is not implemented yet; generation and scoring are");
-  }
   engine_ = std::make_unique<Engine>(policy);
   policy_.attach_masters(&engine_->arena);
   if (engine_->collectives.distributed()) start_in_step();
@@ -149,13 +177,19 @@ Trainer::Prepared Trainer::prepare(const TrainBatch& batch, int64_t minibatches)
   Prepared p;
   p.sequences = batch.sequences;
   p.offsets.push_back(0);
+  p.fed.push_back(0);
   for (int64_t i = 0; i < batch.sequences.count; ++i) {
     const int64_t prompt = batch.prompt_lengths[i], length = batch.sequences.length(i);
     require(prompt >= 1 && prompt <= length, "train batch: prompt length " + std::to_string(prompt) + " of sequence " +
                                                  std::to_string(i) + " must be in [1, " + std::to_string(length) + "]");
     p.prompt_lengths.push_back(prompt);
     p.offsets.push_back(p.offsets.back() + length - prompt);
+    p.fed.push_back(p.fed.back() + length - 1);
   }
+  require(!options_.routing_replay || model::sparse_layer_count(config) == 0 || batch.experts != nullptr,
+          "train batch: routing replay needs the generator's experts (experts is null)");
+  p.experts = model::sparse_layer_count(config) > 0 ? batch.experts : nullptr;
+  if (p.experts) check_recorded_experts(p.experts, p.fed.back(), config);
   require(p.completion_tokens() >= 1, "train batch: no sequence has a completion token (prompt_lengths[i] equals "
                                       "the length of every sequence i), so there is nothing to train on");
   require(minibatches >= 1 && minibatches <= p.count(), "trainer: minibatches is " + std::to_string(minibatches) +
@@ -236,20 +270,37 @@ Trainer::Accumulated Trainer::accumulate(Prepared& p, const Slice& slice) {
   LossScope scope;
   scope.tokens = static_cast<int64_t>(result.logp.size());
   for (int64_t i = slice.begin; i < slice.end; ++i) scope.sequences += p.offsets[i + 1] > p.offsets[i] ? 1 : 0;
+  double fed_scope = static_cast<double>(p.fed[static_cast<size_t>(slice.end)] - p.fed[static_cast<size_t>(slice.begin)]);
   if (e.collectives.distributed()) {
     const std::vector<double> global = e.collectives.sum(
-        std::vector<double>{static_cast<double>(scope.tokens), static_cast<double>(scope.sequences)});
+        std::vector<double>{static_cast<double>(scope.tokens), static_cast<double>(scope.sequences), fed_scope});
     scope.tokens = static_cast<int64_t>(global[0]);
     scope.sequences = static_cast<int64_t>(global[1]);
+    fed_scope = global[2];
   }
+  const model::ModelConfig& config = policy_.config();
+  const int64_t sparse = model::sparse_layer_count(config), k = config.moe.num_experts_per_tok;
   std::vector<float> grad_logp;
   for (const rollout::SequenceGroup& group :
        rollout::group_sequences(p.sequences, slice.begin, slice.end, options_.micro_batch_tokens, false)) {
     const int64_t begin = group.begin, end = group.end;
     result.fed_tokens += group.tokens;
     const int64_t first = p.offsets[static_cast<size_t>(begin)];
-    std::vector<float> logp =
-        e.pass.forward(p.sequences, p.prompt_lengths, begin, end, options_.temperature, e.statistics.observer());
+    const int32_t* recorded = p.experts ? p.experts + p.fed[static_cast<size_t>(begin)] * sparse * k : nullptr;
+    std::vector<float> logp = e.pass.forward(p.sequences, p.prompt_lengths, begin, end, options_.temperature,
+                                             e.statistics.observer(), options_.routing_replay ? recorded : nullptr);
+    if (recorded) {
+      for (int64_t layer = 0, s = 0; layer < config.num_layers; ++layer) {
+        if (!model::is_sparse_layer(config, layer)) continue;
+        result.routing_agreeing += agreeing_choices(e.pass.routed(static_cast<size_t>(layer)), recorded, s++, sparse, k);
+      }
+      result.routing_choices += group.tokens * sparse * k;
+    }
+    // The load-balancing loss is HF's per micro-batch, weighted by the
+    // micro-batch's share of the mini-batch's fed tokens (over every rank).
+    const double aux_weight = static_cast<double>(group.tokens) / fed_scope;
+    const double aux = sparse > 0 ? e.pass.aux_loss() : 0.0;
+    result.aux_loss_sum += aux * static_cast<double>(group.tokens);
     std::copy(logp.begin(), logp.end(), result.logp.begin() + (first - slice_first));
     if (slice.fills_logp_old) std::copy(logp.begin(), logp.end(), p.logp_old.begin() + first);
 
@@ -265,9 +316,10 @@ Trainer::Accumulated Trainer::accumulate(Prepared& p, const Slice& slice) {
     if (!p.advantages.empty()) view.advantages = p.advantages.data() + first;
     grad_logp.resize(logp.size());
     const LossResult part = evaluate_loss(view, options_.loss, grad_logp.data(), &scope);
-    result.loss.loss += part.loss;
+    result.loss.loss += part.loss + options_.router_aux_loss_coef * aux_weight * aux;
     merge_loss_stats(result.loss.stats, part.stats);
-    e.pass.backward(grad_logp.data(), *e.transposed, e.arena, result.entropy.data() + (first - slice_first));
+    e.pass.backward(grad_logp.data(), *e.transposed, e.arena, result.entropy.data() + (first - slice_first),
+                    static_cast<float>(options_.router_aux_loss_coef * aux_weight));
   }
   result.seconds = seconds_since(policy_.context().backend(), start);
   return result;
@@ -364,10 +416,15 @@ StepMetrics Trainer::optimizer_step(const Accumulated& a) {
   double entropy = 0.0;
   for (float h : a.entropy) entropy += h;
   const std::vector<double> totals =
-      c.sum(std::vector<double>{entropy, static_cast<double>(a.logp.size()), static_cast<double>(a.fed_tokens)});
+      c.sum(std::vector<double>{entropy, static_cast<double>(a.logp.size()), static_cast<double>(a.fed_tokens),
+                                static_cast<double>(a.routing_choices), static_cast<double>(a.routing_agreeing),
+                                a.aux_loss_sum});
   m.completion_tokens = static_cast<int64_t>(totals[1]);
   m.entropy = m.completion_tokens > 0 ? totals[0] / totals[1] : 0.0;
   m.trained_tokens = static_cast<int64_t>(totals[2]);
+  m.routing_choices = static_cast<int64_t>(totals[3]);
+  m.routing_agreement = m.routing_choices > 0 ? totals[4] / totals[3] : 0.0;
+  m.router_aux_loss = m.trained_tokens > 0 ? totals[5] / totals[2] : 0.0;
   m.communication = {c.traffic().bytes_reduced, c.traffic().bytes_gathered, c.traffic().seconds};
   c.reset_traffic();
   return m;

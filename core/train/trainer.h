@@ -73,6 +73,15 @@ struct TrainerOptions {
   bool recalibrate_after_step = true;
   policy::CalibrationOptions calibration;
   uint64_t seed = 0;  // of next_seeds()
+  // Mixture-of-Experts policies. The load-balancing loss's weight in the
+  // loss (training_pass.h; Hugging Face's router_aux_loss_coef): 0 by
+  // default, as NeMo RL and slime train RL, since it perturbs the log-probs.
+  double router_aux_loss_coef = 0.0;
+  // Routing replay: the training forward uses the batch's recorded experts
+  // (TrainBatch::experts, which it then needs) instead of its router's,
+  // with the gate weights its own router gives them. For generation and
+  // training in different recipes; with one recipe both route alike anyway.
+  bool routing_replay = false;
 };
 
 // Throws invalid_argument naming the field.
@@ -92,6 +101,11 @@ struct TrainBatch {
   const float* rewards = nullptr;
   const float* advantages = nullptr;
   double generation_seconds = 0.0;  // the host's generation time, for the time breakdown
+  // Mixture-of-Experts policies: the generator's expert choices, [fed
+  // tokens, sparse layers, k] with fed tokens sequence after sequence, each
+  // sequence's length - 1 positions (Rollout::experts laid end to end).
+  // Needed for routing replay, else optional (routing_agreement).
+  const int32_t* experts = nullptr;
 };
 
 // The loss and gradient of a batch without an update (tests, oracles).

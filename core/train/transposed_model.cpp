@@ -48,6 +48,10 @@ TransposedModel::TransposedModel(Backend& backend, const policy::CompiledModel& 
     TransposedLayer layer;
     for (size_t i = 0; i < model::kLinearCount; ++i)
       layer.linears[i] = allocate_transposed(backend, forward.linears[i]);
+    for (const policy::CompiledExpert& expert : forward.experts) {
+      policy::CompiledExpert& t = layer.experts.emplace_back();
+      for (size_t i = 0; i < model::kExpertLinearCount; ++i) t.linears[i] = allocate_transposed(backend, expert.linears[i]);
+    }
     layers_.push_back(std::move(layer));
   }
   head_.out_features = hidden_;
@@ -61,6 +65,10 @@ void TransposedModel::refit(const policy::CompiledModel& model) {
     const policy::CompiledLayer& forward = model.layers()[l];
     for (size_t i = 0; i < model::kLinearCount; ++i)
       transpose_linear(backend_, forward.linears[i], layers_[l].linears[i]);
+    for (size_t e = 0; e < forward.experts.size(); ++e) {
+      for (size_t i = 0; i < model::kExpertLinearCount; ++i)
+        transpose_linear(backend_, forward.experts[e].linears[i], layers_[l].experts[e].linears[i]);
+    }
   }
   backend_.transpose(model.lm_head(), vocab_, hidden_, 2, head_.bf16.data());
 }
@@ -70,6 +78,10 @@ int64_t TransposedModel::bytes() const {
   for (const TransposedLayer& layer : layers_) {
     for (const policy::LinearWeights& t : layer.linears)
       total += transposed_sizes(t.in_features, t.out_features, t.math()).bytes();
+    for (const policy::CompiledExpert& expert : layer.experts) {
+      for (const policy::LinearWeights& t : expert.linears)
+        total += transposed_sizes(t.in_features, t.out_features, t.math()).bytes();
+    }
   }
   return total;
 }

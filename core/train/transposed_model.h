@@ -18,6 +18,7 @@ namespace fp8rl::train {
 // W^T [in, out] of each linear projection of a layer.
 struct TransposedLayer {
   std::array<policy::LinearWeights, model::kLinearCount> linears;  // by model::Linear
+  std::vector<policy::CompiledExpert> experts;                      // W^T of each expert's projections
 
   const policy::LinearWeights& linear(model::Linear role) const { return linears[model::index(role)]; }
 };

@@ -185,6 +185,20 @@ class CpuBackend final : public Backend {
                      [&](int64_t begin, int64_t end) { cpu::moe_combine_tokens(args, begin, end); });
   }
 
+  void moe_route_backward(const MoeRouteBackwardArgs& args) override {
+    if (!check_moe_route_backward_args(args)) return;
+    rows_in_parallel(args.tokens, args.experts * (args.top_k + args.hidden),
+                     [&](int64_t begin, int64_t end) { cpu::moe_route_backward_tokens(args, begin, end); });
+    rows_in_parallel(args.experts, args.tokens * args.hidden,
+                     [&](int64_t begin, int64_t end) { cpu::moe_router_weight_grad_experts(args, begin, end); });
+  }
+
+  void moe_combine_backward(const MoeCombineBackwardArgs& args) override {
+    if (!check_moe_combine_backward_args(args)) return;
+    rows_in_parallel(args.tokens, 2 * args.top_k * args.hidden,
+                     [&](int64_t begin, int64_t end) { cpu::moe_combine_backward_tokens(args, begin, end); });
+  }
+
   void kv_store(const KvStoreArgs& args) override {
     if (!check_kv_store_args(args)) return;
     rows_in_parallel(args.tokens, args.kv_dim,

@@ -11,5 +11,11 @@ namespace fp8rl::cpu {
 void moe_route_tokens(const MoeRouteArgs& args, int64_t begin, int64_t end);
 // Tokens [begin, end) of out.
 void moe_combine_tokens(const MoeCombineArgs& args, int64_t begin, int64_t end);
+// Tokens [begin, end) of dlogits, then of dx.
+void moe_route_backward_tokens(const MoeRouteBackwardArgs& args, int64_t begin, int64_t end);
+// Experts [begin, end) of drouter (each a reduction over all tokens).
+void moe_router_weight_grad_experts(const MoeRouteBackwardArgs& args, int64_t begin, int64_t end);
+// Tokens [begin, end): their slots' rows of dexpert_out and dweights.
+void moe_combine_backward_tokens(const MoeCombineBackwardArgs& args, int64_t begin, int64_t end);
 
 }  // namespace fp8rl::cpu

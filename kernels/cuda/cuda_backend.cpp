@@ -223,6 +223,18 @@ void CudaBackend::moe_combine(const MoeCombineArgs& args) {
   launch_moe_combine(args, stream());
 }
 
+void CudaBackend::moe_route_backward(const MoeRouteBackwardArgs& args) {
+  if (!check_moe_route_backward_args(args)) return;
+  activate();
+  launch_moe_route_backward(args, stream());
+}
+
+void CudaBackend::moe_combine_backward(const MoeCombineBackwardArgs& args) {
+  if (!check_moe_combine_backward_args(args)) return;
+  activate();
+  launch_moe_combine_backward(args, stream());
+}
+
 void CudaBackend::kv_store(const KvStoreArgs& args) {
   if (!check_kv_store_args(args)) return;
   activate();

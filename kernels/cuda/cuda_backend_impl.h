@@ -69,6 +69,8 @@ class CudaBackend final : public Backend {
   void gather_rows(const float* x, int64_t cols, const int64_t* rows, int64_t count, float* out) override;
   void moe_route(const MoeRouteArgs& args) override;
   void moe_combine(const MoeCombineArgs& args) override;
+  void moe_route_backward(const MoeRouteBackwardArgs& args) override;
+  void moe_combine_backward(const MoeCombineBackwardArgs& args) override;
   void kv_store(const KvStoreArgs& args) override;
   void attention(const AttentionArgs& args) override;
   void sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,

@@ -26,15 +26,55 @@ __global__ void router_logits_kernel(MoeRouteArgs a) {
 }
 
 __global__ void route_tokens_kernel(MoeRouteArgs a) {
-  for (int64_t t = first_index(); t < a.tokens; t += stride())
+  for (int64_t t = first_index(); t < a.tokens; t += stride()) {
     route_token(a.logits + t * a.experts, a.experts, a.top_k, a.normalize, a.chosen + t * a.top_k,
                 a.weights + t * a.top_k);
+    if (a.replayed)
+      replayed_gates(a.logits + t * a.experts, a.experts, a.top_k, a.normalize, a.replayed + t * a.top_k,
+                     a.weights + t * a.top_k);
+  }
 }
 
 __global__ void combine_kernel(MoeCombineArgs a) {
   for (int64_t i = first_index(); i < a.tokens * a.hidden; i += stride()) {
     const int64_t t = i / a.hidden, h = i % a.hidden;
     a.out[i] = combine_value(a.expert_out, a.slot_rows + t * a.top_k, a.weights + t * a.top_k, a.top_k, a.hidden, h);
+  }
+}
+
+__global__ void route_backward_kernel(MoeRouteBackwardArgs a) {
+  for (int64_t t = first_index(); t < a.tokens; t += stride()) {
+    const int64_t slots = t * a.top_k;
+    route_backward_token(a.logits + t * a.experts, a.experts, a.top_k, a.normalize, a.used + slots, a.weights + slots,
+                         a.dweights + slots, a.aux_grad, a.dlogits + t * a.experts);
+  }
+}
+
+__global__ void router_input_grad_kernel(MoeRouteBackwardArgs a) {
+  for (int64_t i = first_index(); i < a.tokens * a.hidden; i += stride()) {
+    const int64_t t = i / a.hidden, h = i % a.hidden;
+    a.dx[i] = add_rn(a.dx[i], router_input_grad(a.dlogits + t * a.experts, a.router, a.experts, a.hidden, h));
+  }
+}
+
+__global__ void router_weight_grad_kernel(MoeRouteBackwardArgs a) {
+  for (int64_t i = first_index(); i < a.experts * a.hidden; i += stride()) {
+    const int64_t e = i / a.hidden, h = i % a.hidden;
+    a.drouter[i] = add_rn(a.drouter[i], router_weight_grad(a.dlogits, a.x, a.tokens, a.experts, a.hidden, e, h));
+  }
+}
+
+__global__ void combine_backward_rows_kernel(MoeCombineBackwardArgs a) {
+  for (int64_t i = first_index(); i < a.tokens * a.top_k * a.hidden; i += stride()) {
+    const int64_t slot = i / a.hidden, h = i % a.hidden, t = slot / a.top_k;
+    a.dexpert_out[a.slot_rows[slot] * a.hidden + h] = mul_rn(a.weights[slot], a.dout[t * a.hidden + h]);
+  }
+}
+
+__global__ void combine_backward_weights_kernel(MoeCombineBackwardArgs a) {
+  for (int64_t slot = first_index(); slot < a.tokens * a.top_k; slot += stride()) {
+    const int64_t t = slot / a.top_k;
+    a.dweights[slot] = combine_weight_grad(a.dout + t * a.hidden, a.expert_out + a.slot_rows[slot] * a.hidden, a.hidden);
   }
 }
 
@@ -50,6 +90,22 @@ void launch_moe_route(const MoeRouteArgs& args, cudaStream_t stream) {
 void launch_moe_combine(const MoeCombineArgs& args, cudaStream_t stream) {
   combine_kernel<<<grid_for(args.tokens * args.hidden), kThreads, 0, stream>>>(args);
   check_launch("moe combine kernel launch");
+}
+
+void launch_moe_route_backward(const MoeRouteBackwardArgs& args, cudaStream_t stream) {
+  route_backward_kernel<<<grid_for(args.tokens), kThreads, 0, stream>>>(args);
+  check_launch("moe routing backward kernel launch");
+  router_input_grad_kernel<<<grid_for(args.tokens * args.hidden), kThreads, 0, stream>>>(args);
+  check_launch("moe router input gradient kernel launch");
+  router_weight_grad_kernel<<<grid_for(args.experts * args.hidden), kThreads, 0, stream>>>(args);
+  check_launch("moe router weight gradient kernel launch");
+}
+
+void launch_moe_combine_backward(const MoeCombineBackwardArgs& args, cudaStream_t stream) {
+  combine_backward_rows_kernel<<<grid_for(args.tokens * args.top_k * args.hidden), kThreads, 0, stream>>>(args);
+  check_launch("moe combine backward kernel launch");
+  combine_backward_weights_kernel<<<grid_for(args.tokens * args.top_k), kThreads, 0, stream>>>(args);
+  check_launch("moe combine weight gradient kernel launch");
 }
 
 }  // namespace fp8rl::cuda

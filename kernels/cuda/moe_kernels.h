@@ -13,5 +13,9 @@ namespace fp8rl::cuda {
 void launch_moe_route(const MoeRouteArgs& args, cudaStream_t stream);
 // One thread per output element.
 void launch_moe_combine(const MoeCombineArgs& args, cudaStream_t stream);
+// One thread per token for dlogits, then one per element of dx and of drouter.
+void launch_moe_route_backward(const MoeRouteBackwardArgs& args, cudaStream_t stream);
+// One thread per (slot, h) for dexpert_out, then one per slot for dweights.
+void launch_moe_combine_backward(const MoeCombineBackwardArgs& args, cudaStream_t stream);
 
 }  // namespace fp8rl::cuda

@@ -249,6 +249,8 @@ int main(void) {
   FIELD(fp8rl_trainer_options, calibration);
   FIELD(fp8rl_trainer_options, seed);
   FIELD(fp8rl_trainer_options, minibatches);
+  FIELD(fp8rl_trainer_options, router_aux_loss_coef);
+  FIELD(fp8rl_trainer_options, routing_replay);
   SIZE(fp8rl_train_batch);
   FIELD(fp8rl_train_batch, struct_size);
   FIELD(fp8rl_train_batch, tokens);
@@ -262,6 +264,8 @@ int main(void) {
   FIELD(fp8rl_train_batch, advantages);
   FIELD(fp8rl_train_batch, generation_seconds);
   FIELD(fp8rl_train_batch, logp_old);
+  FIELD(fp8rl_train_batch, experts);
+  FIELD(fp8rl_train_batch, num_expert_choices);
   SIZE(fp8rl_train_metrics);
   FIELD(fp8rl_train_metrics, struct_size);
   FIELD(fp8rl_train_metrics, step);
@@ -298,6 +302,9 @@ int main(void) {
   FIELD(fp8rl_train_metrics, bytes_reduced);
   FIELD(fp8rl_train_metrics, bytes_gathered);
   FIELD(fp8rl_train_metrics, communication_seconds);
+  FIELD(fp8rl_train_metrics, routing_choices);
+  FIELD(fp8rl_train_metrics, routing_agreement);
+  FIELD(fp8rl_train_metrics, router_aux_loss);
   SIZE(fp8rl_quantize_options);
   FIELD(fp8rl_quantize_options, struct_size);
   FIELD(fp8rl_quantize_options, format);

@@ -50,7 +50,116 @@ void mismatch_functions(Table& t, World& w) {
   t.invalid(f, "low above high", "low", [compute, inverted] { return compute(inverted); });
 }
 
+namespace {
+
+// A Mixture-of-Experts policy with a trainer and a replaying one, and a
+// batch of its own rollouts with their recorded experts (4 sequences of 3 +
+// 2 tokens: 4 fed tokens each, 2 sparse layers, k 2).
+struct MoeWorld {
+  CpuContext context{1};
+  Policy policy{context.get(), moe_config()};
+  fp8rl_trainer* trainer = nullptr;
+  fp8rl_trainer* replaying = nullptr;
+  std::vector<int32_t> tokens, experts;
+  std::vector<int64_t> offsets{0}, prompt_lengths{3, 3, 3, 3};
+  std::vector<float> logp_gen, rewards{1, 0, 1, 0};
+  fp8rl_train_metrics metrics{};
+
+  static fp8rl_model_config moe_config() {
+    fp8rl_model_config c = rl_loop_config();
+    c.family = FP8RL_MODEL_FAMILY_QWEN3_MOE;
+    c.qk_norm = 1;
+    c.num_experts = 4;
+    c.num_experts_per_tok = 2;
+    c.moe_intermediate_size = 8;
+    return c;
+  }
+  MoeWorld() {
+    fp8rl_trainer_options options = World::trainer_options();
+    REQUIRE(fp8rl_trainer_create(policy.get(), &options, &trainer) == FP8RL_OK);
+    options.routing_replay = 1;
+    REQUIRE(fp8rl_trainer_create(policy.get(), &options, &replaying) == FP8RL_OK);
+    fp8rl_sampling_options sampling = World::sampling_options();
+    sampling.record_experts = 1;
+    const std::vector<int32_t> prompts{3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+    const std::vector<int64_t> prompt_offsets{0, 3, 6, 9, 12};
+    const std::vector<uint64_t> seeds{1, 2, 3, 4};
+    fp8rl_rollout* rollout = nullptr;
+    REQUIRE(fp8rl_policy_generate(policy.get(), prompts.data(), prompt_offsets.data(), 4, seeds.data(), &sampling,
+                                  &rollout) == FP8RL_OK);
+    for (int64_t i = 0; i < 4; ++i) {
+      const int32_t *completion = nullptr, *chosen = nullptr;
+      const float* logprobs = nullptr;
+      int64_t length = 0, positions = 0, layers = 0, k = 0;
+      REQUIRE(fp8rl_rollout_get(rollout, i, &completion, &logprobs, &length, nullptr) == FP8RL_OK);
+      REQUIRE(fp8rl_rollout_get_experts(rollout, i, &chosen, &positions, &layers, &k) == FP8RL_OK);
+      tokens.insert(tokens.end(), prompts.begin() + 3 * i, prompts.begin() + 3 * (i + 1));
+      tokens.insert(tokens.end(), completion, completion + length);
+      logp_gen.insert(logp_gen.end(), logprobs, logprobs + length);
+      experts.insert(experts.end(), chosen, chosen + positions * layers * k);
+      offsets.push_back(static_cast<int64_t>(tokens.size()));
+    }
+    fp8rl_rollout_destroy(rollout);
+    REQUIRE(experts.size() == 4 * 4 * 2 * 2);
+    REQUIRE(fp8rl_train_metrics_init(&metrics) == FP8RL_OK);
+  }
+  ~MoeWorld() {
+    fp8rl_trainer_destroy(replaying);
+    fp8rl_trainer_destroy(trainer);
+  }
+  MoeWorld(const MoeWorld&) = delete;
+  MoeWorld& operator=(const MoeWorld&) = delete;
+
+  fp8rl_train_batch batch() const {
+    fp8rl_train_batch b;
+    REQUIRE(fp8rl_train_batch_init(&b) == FP8RL_OK);
+    b.tokens = tokens.data();
+    b.offsets = offsets.data();
+    b.num_sequences = 4;
+    b.prompt_lengths = prompt_lengths.data();
+    b.num_completion_tokens = 8;
+    b.logp_gen = logp_gen.data();
+    b.rewards = rewards.data();
+    b.experts = experts.data();
+    b.num_expert_choices = static_cast<int64_t>(experts.size());
+    return b;
+  }
+};
+
+// The expert records of a batch: their count, their values, and replay without them.
+void moe_batch_rows(Table& t) {
+  const auto m = std::make_shared<MoeWorld>();
+  const auto spoil = [&t, m](const std::string& what, const std::string& names, bool replay,
+                             const std::function<void(fp8rl_train_batch&, std::vector<int32_t>&)>& change) {
+    const auto experts = std::make_shared<std::vector<int32_t>>(m->experts);
+    fp8rl_train_batch b = m->batch();
+    change(b, *experts);
+    fp8rl_trainer* trainer = replay ? m->replaying : m->trainer;
+    t.invalid("fp8rl_trainer_step", what, names, [m, b, experts, trainer] {
+      return fp8rl_trainer_step(trainer, &b, &m->metrics);
+    });
+  };
+  spoil("num_expert_choices 5", "num_expert_choices", false,
+        [](fp8rl_train_batch& b, std::vector<int32_t>&) { b.num_expert_choices = 5; });
+  spoil("an expert id 4 of 4", "experts[9]", false, [](fp8rl_train_batch& b, std::vector<int32_t>& e) {
+    e[9] = 4;
+    b.experts = e.data();
+  });
+  spoil("an expert named twice for one token", "not a distinct expert", false,
+        [](fp8rl_train_batch& b, std::vector<int32_t>& e) {
+          e[1] = e[0];
+          b.experts = e.data();
+        });
+  spoil("routing replay without experts", "experts", true, [](fp8rl_train_batch& b, std::vector<int32_t>&) {
+    b.experts = nullptr;
+    b.num_expert_choices = 0;
+  });
+}
+
+}  // namespace
+
 void trainer_functions(Table& t, World& w) {
+  moe_batch_rows(t);
   Outs& o = w.outs;
   fp8rl_policy* p = w.policy.get();
   fp8rl_trainer* tr = w.trainer;
@@ -81,7 +190,8 @@ void trainer_functions(Table& t, World& w) {
            {"beta2", &fp8rl_trainer_options::beta2},
            {"adam_epsilon", &fp8rl_trainer_options::adam_epsilon},
            {"weight_decay", &fp8rl_trainer_options::weight_decay},
-           {"max_grad_norm", &fp8rl_trainer_options::max_grad_norm}}) {
+           {"max_grad_norm", &fp8rl_trainer_options::max_grad_norm},
+           {"router_aux_loss_coef", &fp8rl_trainer_options::router_aux_loss_coef}}) {
     t.non_finite(create, "options->" + name, valid, member, make);
     fp8rl_trainer_options negative = valid;
     negative.*member = -1.0;

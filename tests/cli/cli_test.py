@@ -273,11 +273,27 @@ def case_moe(tmp):
     p = run(["generate", "--model", "moe-tiny", "--task", "reverse", "--prompt", "ab|", "--threads", "2"])
     check("text:" in p.stdout, p.stdout)
 
-    # training stops at the library's refusal: exit 1 with its message, no crash
-    p = run(["train", "--model", "moe-tiny", "--task", "reverse", "--length", "3", "--letters", "3", "--sft-steps",
-             "2", "--steps", "1", "--threads", "2", "--quiet", "--out", os.path.join(tmp, "run")], expect=1)
-    check("FP8RL_ERROR_UNSUPPORTED" in p.stderr and "Mixture-of-Experts" in p.stderr
-          and "internal error" not in p.stderr, p.stderr)
+    # training: one recipe routes as generation did, every choice of every GRPO step
+    def train_moe(name, *flags):
+        out = os.path.join(tmp, name)
+        run(["train", "--model", "moe-tiny", "--task", "reverse", "--length", "3", "--letters", "3", "--sft-steps",
+             "2", "--steps", "3", "--eval-every", "3", "--val-size", "8", "--threads", "2", "--quiet", "--out", out,
+             *flags])
+        with open(os.path.join(out, "metrics.jsonl")) as f:
+            grpo = [json.loads(line) for line in f if '"grpo"' in line]
+        with open(os.path.join(out, "summary.json")) as f:
+            return grpo, json.load(f)
+    grpo, summary = train_moe("fp8", "--recipe", "fp8")
+    check(len(grpo) == 3 and all(r["routing_agreement"] == 1.0 for r in grpo), grpo)
+    check(summary["mean_routing_agreement"] == 1.0 and not summary["routing_replay"], summary)
+    check(all("router_aux_loss" in r and r["router_aux_loss"] > 0 for r in grpo), grpo)
+    # FP8 generation, BF16 training: measured, and replay trains on the recorded experts
+    for flags in ([], ["--routing-replay", "1", "--router-aux-coef", "0.01"]):
+        grpo, summary = train_moe("fp8-gen" + str(len(flags)), "--recipe", "fp8-gen", *flags)
+        check(all(0.5 < r["routing_agreement"] <= 1.0 for r in grpo), grpo)
+        check(summary["routing_replay"] == bool(flags), summary)
+    p = run(["train", "--model", "moe-tiny", "--routing-replay", "2"], expect=2)
+    check("--routing-replay" in p.stderr, p.stderr)
 
     # bad input names the flag (exit 2) or the library names the field (exit 1)
     p = run(["train", "--model", "moe-huge"], expect=2)

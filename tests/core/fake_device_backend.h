@@ -112,11 +112,22 @@ class FakeDeviceBackend final : public Backend {
   }
   void moe_route(const MoeRouteArgs& args) override {
     require_device({args.x, args.router, args.logits, args.chosen, args.weights});
+    if (args.replayed) require_device({args.replayed});
     cpu_->moe_route(args);
   }
   void moe_combine(const MoeCombineArgs& args) override {
     require_device({args.expert_out, args.slot_rows, args.weights, args.out});
     cpu_->moe_combine(args);
+  }
+  void moe_route_backward(const MoeRouteBackwardArgs& args) override {
+    require_device({args.x, args.router, args.logits, args.used, args.weights, args.dweights, args.dlogits, args.dx,
+                    args.drouter});
+    if (args.aux_grad) require_device({args.aux_grad});
+    cpu_->moe_route_backward(args);
+  }
+  void moe_combine_backward(const MoeCombineBackwardArgs& args) override {
+    require_device({args.dout, args.expert_out, args.slot_rows, args.weights, args.dexpert_out, args.dweights});
+    cpu_->moe_combine_backward(args);
   }
   void kv_store(const KvStoreArgs& args) override {
     require_device({args.source, args.cache_rows, args.cache});

@@ -31,8 +31,8 @@ struct RankRecord {
 // `iterations` RL iterations of `world` ranks from a policy of seed 11 on
 // rank 0 (the other ranks start elsewhere: the trainer broadcasts rank 0's).
 std::vector<RankRecord> train_ranks(int world, const policy::Recipe& recipe, int iterations,
-                                    const train::TrainerOptions& options = dp_options()) {
-  const model::ModelConfig config = tiny_qwen2();
+                                    const train::TrainerOptions& options = dp_options(),
+                                    const model::ModelConfig& config = tiny_qwen2()) {
   std::vector<RankRecord> records(static_cast<size_t>(world));
   run_ranks(world, [&](int rank, Context& context) {
     policy::Policy policy(context, tiny_params(config, 11 + static_cast<uint64_t>(rank)), recipe);
@@ -41,7 +41,9 @@ std::vector<RankRecord> train_ranks(int world, const policy::Recipe& recipe, int
     const FlatSequences prompts = rank_share(global_prompts(config), rank, world);
     for (int i = 0; i < iterations; ++i) {
       const std::vector<uint64_t> seeds = trainer.next_seeds(prompts.view().count);
-      const RolloutBatch batch = generate_batch(policy, prompts, seeds, test_sampling(6));
+      rollout::SamplingOptions sampling = test_sampling(6);
+      sampling.record_experts = true;  // Mixture-of-Experts policies: routing_agreement
+      const RolloutBatch batch = generate_batch(policy, prompts, seeds, sampling);
       if (i == 0) record.logp_gen = batch.logp_gen;
       record.metrics.push_back(trainer.iterate(batch.view()).total);
       record.fingerprints.push_back(policy::fingerprint(policy));
@@ -98,6 +100,26 @@ TEST_CASE("data parallel: every rank holds the same compute weights and scales, 
       // The fingerprint changes with each step: the check above compares something.
       CHECK(ranks[0].fingerprints[0] != ranks[0].fingerprints[1]);
     }
+  }
+}
+
+TEST_CASE("data parallel: a Mixture-of-Experts policy trains on N ranks as on one, routing as it generated") {
+  const model::ModelConfig config = tiny_qwen3_moe();
+  const NamedRecipe& recipe = all_recipes()[4];  // FP8 linears, KV cache and attention
+  const std::vector<RankRecord> one = train_ranks(1, recipe.recipe, 1, dp_options(), config);
+  for (int world : {2, 3}) {
+    CAPTURE(world);
+    const std::vector<RankRecord> many = train_ranks(world, recipe.recipe, 2, dp_options(), config);
+    for (const RankRecord& r : many) {
+      CHECK(r.fingerprints == many[0].fingerprints);  // the experts' codes and scales too
+      for (const train::StepMetrics& m : r.metrics) {
+        CHECK(m.routing_agreement == 1.0);
+        CHECK(m.routing_choices == one[0].metrics[0].routing_choices);  // global counts
+        CHECK(m.mismatch.token_mult_prob_error == 1.0);
+      }
+    }
+    CHECK(many[0].metrics[0].loss == doctest::Approx(one[0].metrics[0].loss).epsilon(1e-6));
+    CHECK(many[0].metrics[0].grad_norm == doctest::Approx(one[0].metrics[0].grad_norm).epsilon(1e-5));
   }
 }
 

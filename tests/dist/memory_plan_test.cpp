@@ -145,8 +145,8 @@ TEST_CASE("memory plan: every field of a tiny model, worked out by hand") {
   SUBCASE("no KV cache") { CHECK(dist::plan_memory(config, policy::Recipe{}, 1, 0, 0).kv_cache == 0); }
 }
 
-TEST_CASE("memory plan: one rank's plan is what its policy and trainer hold") {
-  for (const NamedConfig& named : tiny_configs()) {
+TEST_CASE("memory plan: one rank's plan is what its policy and trainer hold, Mixture-of-Experts included") {
+  for (const NamedConfig& named : forward_configs()) {
     for (const policy::Recipe& recipe : {policy::Recipe{}, fp8_recipe(), fp8_edges_recipe()}) {
       CAPTURE(named.name);
       CAPTURE(policy::describe_recipe(recipe));
@@ -185,8 +185,8 @@ TEST_CASE("memory plan: rank r of 2 and 3 data-parallel ranks holds what the pla
   }
 }
 
-TEST_CASE("memory plan: the compute, transposed and KV-cache arrays hold the planned bytes") {
-  for (const NamedConfig& named : tiny_configs()) {
+TEST_CASE("memory plan: the compute, transposed and KV-cache arrays hold the planned bytes, experts included") {
+  for (const NamedConfig& named : forward_configs()) {
     for (const policy::Recipe& recipe : {policy::Recipe{}, fp8_recipe(), fp8_edges_recipe()}) {
       CAPTURE(named.name);
       CAPTURE(policy::describe_recipe(recipe));

@@ -6,10 +6,10 @@
 //
 // BATCH.json: {"temperature": T, "loss": "policy_gradient" | "cross_entropy",
 //              "sequences": [[id, ...], ...], "prompt_lengths": [n, ...],
-//              "advantages": [a per sequence]}
+//              "advantages": [a per sequence], "router_aux_loss_coef": c (optional, default 0)}
 // The loss is a token mean over the completion tokens; the policy-gradient
 // loss is the clipped surrogate with logp_old recomputed by the trainer (so
-// the ratio is 1). OUT.safetensors: F32 gradients under the parameters'
+// the ratio is 1), plus c times the MoE load-balancing loss. OUT.safetensors: F32 gradients under the parameters'
 // Hugging Face names, "logp" [completion tokens] and "loss" [1].
 // CPU backend with FP8RL_THREADS threads (default 2). Exit status 0 on
 // success, 2 for bad arguments, 1 for a library error (message on stderr).
@@ -37,6 +37,7 @@ struct Batch {
   std::vector<int64_t> prompt_lengths;
   std::vector<float> advantages;
   float temperature = 1.0f;
+  double router_aux_loss_coef = 0.0;
   bool cross_entropy = false;
 };
 
@@ -45,6 +46,7 @@ Batch read_batch(const std::string& path) {
   Batch batch;
   batch.temperature = static_cast<float>(json.at("temperature").as_double());
   batch.cross_entropy = json.at("loss").as_string() == "cross_entropy";
+  if (const fp8rl::io::Json* coef = json.find("router_aux_loss_coef")) batch.router_aux_loss_coef = coef->as_double();
   for (const fp8rl::io::Json& sequence : json.at("sequences").elements()) {
     for (const fp8rl::io::Json& id : sequence.elements()) batch.tokens.push_back(static_cast<int32_t>(id.as_double()));
     batch.offsets.push_back(static_cast<int64_t>(batch.tokens.size()));
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
 
     fp8rl::train::TrainerOptions options;
     options.temperature = batch.temperature;
+    options.router_aux_loss_coef = batch.router_aux_loss_coef;
     options.loss.kind =
         batch.cross_entropy ? fp8rl::train::LossKind::cross_entropy : fp8rl::train::LossKind::clipped_policy_gradient;
     fp8rl::train::Trainer trainer(policy, options);

@@ -321,6 +321,8 @@ EXPECTED_METRICS = {
     "recompute_seconds": float, "train_seconds": float, "recalibration_seconds": float,
     "recalibration_fraction": float, "ratio_min": float, "ratio_max": float, "old_policy_kl": float,
     "minibatches": int, "bytes_reduced": int, "bytes_gathered": int, "communication_seconds": float,
+    # Mixture-of-Experts policies (test_moe_config.py): a dense one compares no expert choices
+    "routing_choices": int, "routing_agreement": type(None), "router_aux_loss": float,
 }
 MISMATCH = ("token_mult_prob_error", "gen_kl_error", "is_weight_mean", "is_truncated_fraction", "is_masked_fraction")
 
@@ -340,6 +342,7 @@ def test_metrics_have_the_documented_keys_types_and_values(policy):
     assert metrics["ratio_min"] == metrics["ratio_max"] == 1.0 and metrics["old_policy_kl"] == 0.0
     assert metrics["minibatches"] == 1
     assert metrics["kl_k1"] == metrics["kl_k3"] == 0.0  # no reference
+    assert metrics["routing_choices"] == 0 and metrics["router_aux_loss"] == 0.0  # a dense policy
     assert policy.train_step(rollouts, rewards=[1.0, 0.0, 0.5, 0.0])["step"] == 2
 
 

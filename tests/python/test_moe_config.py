@@ -1,8 +1,11 @@
-"""Qwen3-MoE through the Python binding: the ModelConfig fields, the parameter counts, errors, generation.
+"""Qwen3-MoE through the Python binding: the ModelConfig fields, the parameter counts, errors, generation, training.
 
 Oracles: parameter counts written out by hand from Hugging Face's
 Qwen3MoeForCausalLM (and the published Qwen3-30B-A3B totals); the library's
-documented refusals; generation and scoring agreeing bit for bit.
+documented refusals; generation and scoring agreeing bit for bit; training in
+the generator's recipe routing every fed token as the generator did (counts
+worked out from the rollout lengths); HF's load-balancing loss, whose value
+for perfectly balanced routing is worked out here from its formula.
 """
 from __future__ import annotations
 
@@ -127,7 +130,187 @@ def test_recorded_expert_choices_cover_every_fed_token_and_repeat_across_batches
             rollouts.experts(3)
 
 
-def test_training_an_moe_policy_is_refused_as_unsupported():
+# ---- training
+
+PROMPTS = [[1, 2, 3], [1, 2, 3], [4, 5], [4, 5], [6], [6]]  # three prompts, groups of two
+REWARDS = [1.0, 0.0, 0.0, 1.0, 0.5, 0.0]
+RECORDING = dataclasses.replace(SAMPLING, record_experts=True)
+RECIPES = [pytest.param(fp8rl.Recipe.bf16(), id="bf16"), pytest.param(fp8rl.Recipe.fp8(), id="fp8")]
+
+
+def moe_trainer(recipe: fp8rl.Recipe, learning_rate: float = 1e-2, **fields) -> fp8rl.Policy:
+    """A fresh random MOE policy (seed 5) in `recipe`, training (by default with a learning rate that moves it)."""
+    policy = fp8rl.Policy.random(MOE, seed=5, recipe=recipe)
+    policy.start_training(loss=fp8rl.LossConfig(group_size=2),
+                          optimizer=fp8rl.OptimizerConfig(learning_rate=learning_rate), **fields)
+    return policy
+
+
+def sparse_layers(config: fp8rl.ModelConfig) -> list:
+    """Hugging Face's Qwen3MoeDecoderLayer rule, written out here."""
+    return [layer for layer in range(config.num_layers)
+            if layer not in config.mlp_only_layers and (layer + 1) % config.decoder_sparse_step == 0]
+
+
+def expected_choices(rollouts: fp8rl.Rollouts, config: fp8rl.ModelConfig) -> int:
+    """(fed token, sparse layer, slot) choices: every token of prompt + completion but the last is fed."""
+    fed = sum(len(prompt) + len(rollouts[i].tokens) - 1 for i, prompt in enumerate(PROMPTS))
+    return fed * len(sparse_layers(config)) * config.num_experts_per_tok
+
+
+def balanced_aux_loss(config: fp8rl.ModelConfig) -> float:
+    """HF's load_balancing_loss_func for perfectly balanced routing.
+
+    It is E * sum over the k slots and E experts of (share of tokens whose slot-th choice is e) times (mean router
+    probability of e): balanced, both are 1/E.
+    """
+    experts, k = config.num_experts, config.num_experts_per_tok
+    return experts * sum((1 / experts) * (1 / experts) for _slot in range(k) for _expert in range(experts))
+
+
+def test_the_sparse_layers_of_the_tiny_moe():
+    assert sparse_layers(MOE) == [0, 2]
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_training_in_the_generators_recipe_routes_every_fed_token_as_the_generator_did(recipe):
+    # micro-batches of 8 tokens: the sequences' expert choices are split across several of them
+    with moe_trainer(recipe, micro_batch_tokens=8) as policy:
+        with policy.generate(PROMPTS, RECORDING) as rollouts:
+            assert rollouts.records_experts
+            metrics = policy.train_step(rollouts, rewards=REWARDS)
+            # prompts of 12 tokens, completions of 6 x 6, the last token of each of the 6 sequences not fed;
+            # sparse layers 0 and 2, k = 2
+            assert metrics["routing_choices"] == expected_choices(rollouts, MOE) == (12 + 6 * 6 - 6) * 2 * 2
+        assert metrics["routing_agreement"] == 1.0
+        assert np.isfinite(metrics["loss"]) and metrics["grad_norm"] > 0 and not metrics["skipped"]
+        # The step changed the weights: the next generation routes and samples with them.
+        with policy.generate(PROMPTS, RECORDING) as after:
+            assert after.records_experts
+            again = policy.train_step(after, rewards=REWARDS)
+            assert again["routing_agreement"] == 1.0 and again["routing_choices"] == expected_choices(after, MOE)
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+@pytest.mark.parametrize("learning_rate", [0.0, 1e-2])
+def test_each_minibatch_of_an_iteration_takes_its_sequences_experts(recipe, learning_rate):
+    with moe_trainer(recipe, learning_rate=learning_rate, minibatches=3) as policy:
+        rollouts = policy.generate(PROMPTS, RECORDING)
+        metrics = policy.train_iteration(rollouts, rewards=REWARDS)
+    assert metrics["routing_choices"] == expected_choices(rollouts, MOE)
+    # mini-batch m holds sequences 2m and 2m + 1
+    steps = metrics["minibatch_metrics"]
+    fed = [len(prompt) + len(rollouts[i].tokens) - 1 for i, prompt in enumerate(PROMPTS)]
+    per_token = len(sparse_layers(MOE)) * MOE.num_experts_per_tok
+    assert [step["routing_choices"] for step in steps] == [(fed[2 * m] + fed[2 * m + 1]) * per_token
+                                                           for m in range(3)]
+    agreements = [step["routing_agreement"] for step in steps]
+    if learning_rate == 0:  # the weights stay the generator's: every mini-batch routes as it did
+        assert agreements == [1.0, 1.0, 1.0] and metrics["routing_agreement"] == 1.0
+    else:  # later mini-batches route with weights the earlier steps moved
+        assert agreements[0] == 1.0 and all(0.0 < agreement <= 1.0 for agreement in agreements)
+    # the iteration's agreement is over all of its choices
+    assert metrics["routing_agreement"] == pytest.approx(
+        sum(step["routing_agreement"] * step["routing_choices"] for step in steps) / metrics["routing_choices"])
+
+
+def test_without_recorded_experts_nothing_is_compared():
+    with moe_trainer(fp8rl.Recipe.bf16()) as policy:
+        rollouts = policy.generate(PROMPTS, SAMPLING)
+        assert not rollouts.records_experts
+        metrics = policy.train_step(rollouts, rewards=REWARDS)
+    assert metrics["routing_choices"] == 0 and metrics["routing_agreement"] is None
+    assert metrics["router_aux_loss"] > 0  # measured whether or not the experts were recorded
+
+
+@pytest.mark.parametrize("recorded", [False, True], ids=["not-recorded", "from-sequences"])
+def test_routing_replay_without_recorded_experts_is_refused_before_c(forbid_c, recorded):
+    with moe_trainer(fp8rl.Recipe.bf16(), routing_replay=True) as policy:
+        rollouts = policy.generate(PROMPTS, SAMPLING)
+        if recorded:  # the same completions, wrapped: such rollouts cannot carry experts
+            rollouts = policy.rollouts(PROMPTS, [rollouts[i].tokens for i in range(len(PROMPTS))])
+        calls = forbid_c("fp8rl_trainer_step", "fp8rl_trainer_iterate")
+        for train in (policy.train_step, policy.train_iteration):
+            with pytest.raises(fp8rl.InvalidArgumentError,
+                               match=r"routing_replay .* recorded none: generate them with "
+                                     r"SamplingParams\(record_experts=True\)"):
+                train(rollouts, rewards=REWARDS)
+        assert calls == []
+
+
+def test_routing_replay_without_experts_is_also_refused_by_the_library():
+    """The C library's own refusal, for a batch that reaches it without experts (the binding's check bypassed)."""
+    with moe_trainer(fp8rl.Recipe.bf16(), routing_replay=True) as policy:
+        rollouts = policy.generate(PROMPTS, SAMPLING)
+        trainer = policy._trainer
+        trainer._sparse_layers = 0  # as if dense: the binding passes no experts and lets C decide
+        with pytest.raises(fp8rl.InvalidArgumentError, match="routing replay needs the generator's experts"):
+            trainer.step(rollouts, REWARDS, None, None)
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_routing_replay_with_recorded_experts_trains_as_the_routers_own_choice(recipe):
+    # In the generator's recipe the recorded experts are the router's own choice, so replaying them changes nothing.
+    with moe_trainer(recipe) as plain, moe_trainer(recipe, routing_replay=True) as replaying:
+        rollouts = plain.generate(PROMPTS, RECORDING)
+        free = plain.train_step(rollouts, rewards=REWARDS)
+        replayed = replaying.train_step(rollouts, rewards=REWARDS)
+        assert replayed["routing_agreement"] == free["routing_agreement"] == 1.0
+        assert replayed["routing_choices"] == free["routing_choices"] == expected_choices(rollouts, MOE)
+        for key in ("loss", "grad_norm", "entropy", "router_aux_loss"):
+            assert replayed[key] == free[key], key
+        assert plain.fingerprint == replaying.fingerprint
+
+
+def test_routing_replay_trains_a_bf16_policy_on_fp8_generations():
+    """The use routing replay is for: generation and training in different recipes."""
+    with fp8rl.Policy.random(MOE, seed=5, recipe=fp8rl.Recipe.fp8()) as generator, \
+            moe_trainer(fp8rl.Recipe.bf16(), routing_replay=True) as policy:
+        rollouts = generator.generate(PROMPTS, RECORDING)
+        metrics = policy.train_step(rollouts, rewards=REWARDS)
+    assert metrics["routing_choices"] == expected_choices(rollouts, MOE)
+    assert 0.0 < metrics["routing_agreement"] <= 1.0  # the BF16 router may choose otherwise than the FP8 one
+    assert np.isfinite(metrics["loss"]) and not metrics["skipped"]
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_an_untrained_router_is_about_balanced(recipe):
+    k = MOE.num_experts_per_tok
+    assert balanced_aux_loss(MOE) == pytest.approx(k)  # HF's loss is k when balanced
+    with moe_trainer(recipe) as policy:
+        rollouts = policy.generate(PROMPTS, RECORDING)
+        aux = policy.train_step(rollouts, rewards=REWARDS)["router_aux_loss"]
+    assert 0.5 * balanced_aux_loss(MOE) <= aux <= 2 * balanced_aux_loss(MOE)
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_the_aux_loss_coefficient_adds_its_share_to_the_loss(recipe):
+    coef = 0.5
+    with moe_trainer(recipe) as without, moe_trainer(recipe, router_aux_loss_coef=coef) as weighted:
+        rollouts = without.generate(PROMPTS, RECORDING)
+        plain = without.train_step(rollouts, rewards=REWARDS)
+        with_aux = weighted.train_step(rollouts, rewards=REWARDS)
+    assert plain["router_aux_loss"] > 0 and with_aux["router_aux_loss"] == plain["router_aux_loss"]
+    assert with_aux["loss"] - plain["loss"] == pytest.approx(coef * plain["router_aux_loss"], rel=1e-6)
+    assert with_aux["grad_norm"] != plain["grad_norm"]  # the load-balancing loss has a gradient of its own
+
+
+def test_the_moe_trainer_options_round_trip_and_are_checked():
+    config = fp8rl.TrainerConfig(router_aux_loss_coef=0.25, routing_replay=True)
+    struct = config._to_c()
+    assert struct.router_aux_loss_coef == 0.25 and struct.routing_replay == 1
     with fp8rl.Policy.random(MOE, seed=5) as policy:
-        with pytest.raises(fp8rl.UnsupportedError):
-            policy.start_training()
+        policy.start_training(config)
+        assert policy.training == config
+        with pytest.raises(fp8rl.InvalidArgumentError, match="router_aux_loss_coef"):
+            policy.start_training(router_aux_loss_coef=-1.0)
+
+
+def test_a_dense_policy_ignores_the_moe_options():
+    with fp8rl.Policy.random(tiny_config(), seed=1) as policy:
+        policy.start_training(routing_replay=True, router_aux_loss_coef=0.5)
+        rollouts = policy.generate([[1, 2], [3]], RECORDING)
+        assert not rollouts.records_experts
+        metrics = policy.train_step(rollouts, rewards=[1.0, 0.0])
+    assert metrics["routing_choices"] == 0 and metrics["routing_agreement"] is None
+    assert metrics["router_aux_loss"] == 0.0

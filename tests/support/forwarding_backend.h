@@ -73,6 +73,8 @@ class ForwardingBackend : public Backend {
   }
   void moe_route(const MoeRouteArgs& args) override { inner_->moe_route(args); }
   void moe_combine(const MoeCombineArgs& args) override { inner_->moe_combine(args); }
+  void moe_route_backward(const MoeRouteBackwardArgs& args) override { inner_->moe_route_backward(args); }
+  void moe_combine_backward(const MoeCombineBackwardArgs& args) override { inner_->moe_combine_backward(args); }
   void kv_store(const KvStoreArgs& args) override { inner_->kv_store(args); }
   void attention(const AttentionArgs& args) override { inner_->attention(args); }
   void sample(const float* logits, int64_t rows, int64_t vocab, const SamplingRow* params, int32_t* tokens,

@@ -16,6 +16,7 @@ struct RolloutBatch {
   std::vector<int64_t> prompt_lengths;
   std::vector<float> logp_gen;  // [completion tokens]
   std::vector<float> rewards;   // [sequences]
+  std::vector<int32_t> experts;  // [fed tokens, sparse layers, k] when the sampling recorded them
 
   train::TrainBatch view() const {
     train::TrainBatch batch;
@@ -23,6 +24,7 @@ struct RolloutBatch {
     batch.prompt_lengths = prompt_lengths.data();
     batch.logp_gen = logp_gen.data();
     batch.rewards = rewards.data();
+    batch.experts = experts.empty() ? nullptr : experts.data();
     return batch;
   }
   int64_t completion_tokens() const { return static_cast<int64_t>(logp_gen.size()); }
@@ -49,6 +51,7 @@ inline RolloutBatch generate_batch(policy::Policy& policy, const FlatSequences& 
     sequence.insert(sequence.end(), rollouts[i].tokens.begin(), rollouts[i].tokens.end());
     batch.sequences.add(sequence);
     batch.logp_gen.insert(batch.logp_gen.end(), rollouts[i].logprobs.begin(), rollouts[i].logprobs.end());
+    batch.experts.insert(batch.experts.end(), rollouts[i].experts.begin(), rollouts[i].experts.end());
     int64_t low = 0;
     for (int32_t token : rollouts[i].tokens) low += token < vocab / 2 ? 1 : 0;
     batch.rewards.push_back(static_cast<float>(low) /

@@ -24,6 +24,8 @@ fp8rl_train_batch BatchData::view() const {
   b.num_completion_tokens = completion_tokens;
   b.logp_gen = logp_gen.empty() ? nullptr : logp_gen.data();
   b.rewards = rewards.empty() ? nullptr : rewards.data();
+  b.experts = experts.empty() ? nullptr : experts.data();
+  b.num_expert_choices = static_cast<int64_t>(experts.size());
   b.generation_seconds = generation_seconds;
   return b;
 }
@@ -43,6 +45,7 @@ BatchData grpo_batch(const Tokenizer& tokenizer, const std::vector<Problem>& pro
     const Completion& c = generated.completions[i];
     batch.add(prompt_tokens(tokenizer, problem), c.tokens);
     batch.logp_gen.insert(batch.logp_gen.end(), c.logprobs.begin(), c.logprobs.end());
+    batch.experts.insert(batch.experts.end(), c.experts.begin(), c.experts.end());
     batch.rewards.push_back(exact_match_reward(c.tokens, answer_tokens(tokenizer, problem)));
   }
   return batch;

@@ -20,6 +20,7 @@ struct BatchData {
   std::vector<int64_t> prompt_lengths;
   std::vector<float> logp_gen;  // GRPO only
   std::vector<float> rewards;   // GRPO only
+  std::vector<int32_t> experts;  // GRPO with a Mixture-of-Experts policy: the generator's, per fed token
   double generation_seconds = 0;
   int64_t completion_tokens = 0;
 

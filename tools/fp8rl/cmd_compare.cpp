@@ -23,9 +23,11 @@
 namespace fp8rl_cli {
 namespace {
 
-// One variant of the run: "recipe" or "recipe:importance".
+// One variant of the run: "recipe", "recipe:importance", either with
+// ":replay" appended (routing replay, for Mixture-of-Experts policies).
 struct Variant {
   std::string name, recipe, importance;
+  bool replay = false;
 };
 
 std::vector<std::string> split(const std::string& text, char separator) {
@@ -39,9 +41,11 @@ std::vector<std::string> split(const std::string& text, char separator) {
 std::vector<Variant> parse_variants(const std::string& text, const std::string& default_importance) {
   std::vector<Variant> variants;
   for (const std::string& item : split(text, ',')) {
-    const std::vector<std::string> parts = split(item, ':');
+    std::vector<std::string> parts = split(item, ':');
+    const bool replay = !parts.empty() && parts.back() == "replay";
+    if (replay) parts.pop_back();
     if (parts.empty() || parts.size() > 2)
-      throw UsageError("--runs: '" + item + "' is not RECIPE or RECIPE:IMPORTANCE");
+      throw UsageError("--runs: '" + item + "' is not RECIPE[:IMPORTANCE][:replay]");
     const std::vector<std::string>& recipes = recipe_names();
     if (std::find(recipes.begin(), recipes.end(), parts[0]) == recipes.end())
       throw UsageError("--runs: unknown recipe '" + parts[0] + "'");
@@ -49,7 +53,8 @@ std::vector<Variant> parse_variants(const std::string& text, const std::string& 
     static const std::vector<std::string> modes = {"off", "plain", "truncated", "masked", "sequence-masked"};
     if (std::find(modes.begin(), modes.end(), importance) == modes.end())
       throw UsageError("--runs: unknown importance mode '" + importance + "'");
-    variants.push_back({parts.size() == 2 ? item : parts[0] + ":" + importance, parts[0], importance});
+    const std::string name = parts[0] + ":" + importance + (replay ? ":replay" : "");
+    variants.push_back({parts.size() == 2 ? item : name, parts[0], importance, replay});
   }
   if (variants.empty()) throw UsageError("--runs: give at least one recipe");
   return variants;
@@ -121,13 +126,24 @@ fp8rl::tools::Series accuracy_curve(const VariantResult& r) {
   return mean_by_step(r.variant.name, by_step);
 }
 
+// Mixture-of-Experts runs add a routing_agreement column (mean over seeds of
+// each run's mean over GRPO steps).
+bool measured_routing(const std::vector<VariantResult>& results) {
+  for (const VariantResult& r : results)
+    for (const RunResult& run : r.runs)
+      if (!std::isnan(summarize(run).mean_routing_agreement)) return true;
+  return false;
+}
+
 std::string table(const std::vector<VariantResult>& results, size_t seeds) {
+  const bool routing = measured_routing(results);
   std::ostringstream out;
   out << "| run | final val acc (mean ± std over " << seeds << " seeds) | SFT-end val acc | token_mult_prob_error"
-      << " (mean) | token_mult_prob_error (median step) | gen_kl_error | s/step |\n|---|---|---|---|---|---|---|\n";
+      << " (mean) | token_mult_prob_error (median step) | gen_kl_error | s/step |" << (routing ? " routing_agreement |" : "")
+      << "\n|---|---|---|---|---|---|---|" << (routing ? "---|" : "") << "\n";
   char line[512];
   for (const VariantResult& r : results) {
-    std::vector<double> finals, starts, mult, kl, seconds, step_mult;
+    std::vector<double> finals, starts, mult, kl, seconds, step_mult, agreement;
     for (const RunResult& run : r.runs) {
       for (const StepRecord& step : run.steps)
         if (step.phase == "grpo") step_mult.push_back(step.token_mult_prob_error);
@@ -137,11 +153,17 @@ std::string table(const std::vector<VariantResult>& results, size_t seeds) {
       mult.push_back(s.mean_token_mult_prob_error);
       kl.push_back(s.mean_gen_kl_error);
       seconds.push_back(s.seconds_per_step);
+      agreement.push_back(s.mean_routing_agreement);
     }
-    std::snprintf(line, sizeof line, "| %s | %.3f ± %.3f | %.3f | %.6f | %.6f | %.2e | %.2f |\n",
+    std::snprintf(line, sizeof line, "| %s | %.3f ± %.3f | %.3f | %.6f | %.6f | %.2e | %.2f |",
                   r.variant.name.c_str(), mean(finals), stddev(finals), mean(starts), mean(mult), median(step_mult),
                   mean(kl), mean(seconds));
     out << line;
+    if (routing) {
+      std::snprintf(line, sizeof line, " %.6f |", mean(agreement));
+      out << line;
+    }
+    out << "\n";
   }
   return out.str();
 }
@@ -151,7 +173,8 @@ std::string table(const std::vector<VariantResult>& results, size_t seeds) {
 void declare_compare(ArgParser& p) {
   declare_train(p);
   p.option("runs", "bf16,fp8,fp8-kv,fp8-gen:truncated,fp8-gen:off",
-           "comma-separated RECIPE[:IMPORTANCE] (importance defaults to --importance)");
+           "comma-separated RECIPE[:IMPORTANCE][:replay] (importance defaults to --importance; replay: MoE routing "
+           "replay)");
   p.option("seeds", "0,1,2", "comma-separated seeds");
 }
 
@@ -169,6 +192,7 @@ int run_compare(const ArgParser& p) {
       TrainConfig config = base;
       config.recipe = variant.recipe;
       config.importance = variant.importance;
+      config.routing_replay = variant.replay || base.routing_replay;
       config.seed = seed;
       std::string folder = variant.name;
       std::replace(folder.begin(), folder.end(), ':', '-');

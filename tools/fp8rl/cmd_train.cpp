@@ -43,6 +43,8 @@ void declare_train(ArgParser& p) {
   declare_model_flags(p);
   p.option("max-new-tokens", "0", "completion limit (0 = longest answer + 3)");
   p.option("temperature", "1", "sampling temperature of rollouts");
+  p.option("routing-replay", "0", "MoE: train with the generator's recorded experts (0|1)");
+  p.option("router-aux-coef", "0", "MoE: weight of the load-balancing loss");
   p.flag("quiet", "no progress lines");
 }
 
@@ -76,6 +78,8 @@ TrainConfig train_config_from(const ArgParser& p) {
   c.shape = model_shape(p, p.choice("model", builtin_model_names()));
   c.max_new_tokens = static_cast<int>(p.integer("max-new-tokens", 0, 100000));
   c.temperature = p.real("temperature", 1e-3, 100);
+  c.routing_replay = p.integer("routing-replay", 0, 1) != 0;
+  c.router_aux_coef = p.real("router-aux-coef", 0, 1e6);
   return c;
 }
 

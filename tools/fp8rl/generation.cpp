@@ -31,6 +31,10 @@ Generated generate(const Policy& policy, const PromptBatch& prompts, const std::
     check(fp8rl_rollout_get(rollout.get(), i, &tokens, &logprobs, &length, &c.finish), "fp8rl_rollout_get");
     c.tokens.assign(tokens, tokens + length);
     c.logprobs.assign(logprobs, logprobs + length);
+    const int32_t* experts = nullptr;
+    int64_t positions = 0, layers = 0, k = 0;
+    check(fp8rl_rollout_get_experts(rollout.get(), i, &experts, &positions, &layers, &k), "fp8rl_rollout_get_experts");
+    c.experts.assign(experts, experts + positions * layers * k);
     result.completions.push_back(std::move(c));
   }
   return result;

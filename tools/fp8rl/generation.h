@@ -15,6 +15,7 @@ namespace fp8rl_cli {
 struct Completion {
   std::vector<int32_t> tokens;
   std::vector<float> logprobs;
+  std::vector<int32_t> experts;  // [prompt + completion - 1, sparse layers, k] when recorded
   fp8rl_finish_reason finish = FP8RL_FINISH_STOP;
 };
 

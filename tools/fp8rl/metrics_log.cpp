@@ -1,5 +1,6 @@
 #include "metrics_log.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
@@ -17,6 +18,8 @@ std::string step_record_json(const StepRecord& r) {
   o.add("grad_norm", r.grad_norm).add("clip_fraction", r.clip_fraction).add("entropy", r.entropy);
   o.add("ratio_max", r.ratio_max).add("old_policy_kl", r.old_policy_kl);
   o.add("token_mult_prob_error", r.token_mult_prob_error).add("gen_kl_error", r.gen_kl_error);
+  if (!std::isnan(r.routing_agreement)) o.add("routing_agreement", r.routing_agreement);
+  if (r.router_aux_loss != 0) o.add("router_aux_loss", r.router_aux_loss);
   o.add("is_weight_mean", r.is_weight_mean).add("tokens_per_second", r.tokens_per_second);
   o.add("generation_seconds", r.generation_seconds).add("recompute_seconds", r.recompute_seconds);
   o.add("train_seconds", r.train_seconds).add("recalibration_seconds", r.recalibration_seconds);
@@ -53,6 +56,8 @@ StepRecord step_record_from_json(const std::string& line) {
   r.entropy = number(f, "entropy", NAN);
   r.token_mult_prob_error = number(f, "token_mult_prob_error", NAN);
   r.gen_kl_error = number(f, "gen_kl_error", NAN);
+  r.routing_agreement = number(f, "routing_agreement", NAN);
+  r.router_aux_loss = number(f, "router_aux_loss", 0);
   r.is_weight_mean = number(f, "is_weight_mean", NAN);
   r.tokens_per_second = number(f, "tokens_per_second", NAN);
   r.generation_seconds = number(f, "generation_seconds", 0);

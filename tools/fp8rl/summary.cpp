@@ -1,5 +1,6 @@
 #include "summary.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "json.h"
@@ -8,7 +9,8 @@ namespace fp8rl_cli {
 
 Summary summarize(const RunResult& result) {
   Summary s;
-  double mult = 0, kl = 0, seconds = 0, recal = 0;
+  double mult = 0, kl = 0, seconds = 0, recal = 0, agreement = 0;
+  int64_t routed_steps = 0;
   for (const StepRecord& r : result.steps) {
     if (r.phase == "sft") {
       ++s.sft_steps;
@@ -19,7 +21,12 @@ Summary summarize(const RunResult& result) {
     kl += r.gen_kl_error;
     seconds += r.step_seconds;
     recal += r.recalibration_fraction;
+    if (!std::isnan(r.routing_agreement)) {
+      agreement += r.routing_agreement;
+      ++routed_steps;
+    }
   }
+  if (routed_steps > 0) s.mean_routing_agreement = agreement / static_cast<double>(routed_steps);
   if (s.grpo_steps > 0) {
     const double n = static_cast<double>(s.grpo_steps);
     s.mean_token_mult_prob_error = mult / n;
@@ -53,7 +60,13 @@ std::string summary_text(const TrainConfig& c, const Summary& s) {
                 static_cast<long long>(s.grpo_steps), 100 * s.sft_end_val_acc, 100 * s.final_val_acc,
                 100 * s.best_val_acc, s.mean_token_mult_prob_error, s.mean_gen_kl_error, s.seconds_per_step,
                 s.recalibration_fraction, s.wall_seconds);
-  return text;
+  std::string result = text;
+  if (!std::isnan(s.mean_routing_agreement)) {
+    std::snprintf(text, sizeof text, "  mean routing_agreement   %.6f%s\n", s.mean_routing_agreement,
+                  c.routing_replay ? " (routing replay)" : "");
+    result += text;
+  }
+  return result;
 }
 
 std::string summary_json(const TrainConfig& c, const RunResult& result, const Summary& s) {
@@ -71,6 +84,8 @@ std::string summary_json(const TrainConfig& c, const RunResult& result, const Su
   o.add("best_val_acc", s.best_val_acc).add("mean_token_mult_prob_error", s.mean_token_mult_prob_error);
   o.add("mean_gen_kl_error", s.mean_gen_kl_error).add("seconds_per_step", s.seconds_per_step);
   o.add("recalibration_fraction", s.recalibration_fraction).add("wall_seconds", s.wall_seconds);
+  if (!std::isnan(s.mean_routing_agreement)) o.add("mean_routing_agreement", s.mean_routing_agreement);
+  o.add_bool("routing_replay", c.routing_replay).add("router_aux_coef", c.router_aux_coef);
   o.add_raw("val_curve", curve);
   return o.str() + "\n";
 }

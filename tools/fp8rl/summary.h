@@ -12,6 +12,7 @@ struct Summary {
   int64_t sft_steps = 0, grpo_steps = 0;
   double sft_end_val_acc = 0, final_val_acc = 0, best_val_acc = 0;
   double mean_token_mult_prob_error = 1, mean_gen_kl_error = 0;
+  double mean_routing_agreement = NAN;  // over the GRPO steps that measured it
   double seconds_per_step = 0;  // GRPO steps
   double recalibration_fraction = 0;
   double wall_seconds = 0;

@@ -55,6 +55,10 @@ struct TrainConfig {
   std::string init_from;   // an HF folder instead of random weights
   int max_new_tokens = 0;  // 0 = the task's longest answer + EOS + 2
   double temperature = 1.0;
+  // Mixture-of-Experts policies: train with the generator's recorded experts
+  // (routing replay), and the load-balancing loss's weight.
+  bool routing_replay = false;
+  double router_aux_coef = 0.0;
 };
 
 // One SFT step or GRPO iteration (--minibatches optimizer steps), as metrics.jsonl records it.
@@ -66,6 +70,10 @@ struct StepRecord {
   double generation_seconds = 0, recompute_seconds = 0, train_seconds = 0, recalibration_seconds = 0;
   double recalibration_fraction = 0, step_seconds = 0;
   double ratio_max = 1, old_policy_kl = 0;  // how far the mini-batch steps moved from the rollout policy
+  // Mixture-of-Experts policies' GRPO steps: the share of the training
+  // router's choices the generator made (NaN when not measured) and the
+  // load-balancing loss.
+  double routing_agreement = NAN, router_aux_loss = 0;
   // Data parallelism: bytes this rank sent into reductions and received from
   // gathers during the step, and its seconds in collectives (0 on one rank).
   int64_t bytes_reduced = 0, bytes_gathered = 0;

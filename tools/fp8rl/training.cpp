@@ -128,6 +128,8 @@ fp8rl_trainer_options grpo_options(const Run& run) {
   o.importance.high = c.is_cap;
   o.temperature = static_cast<float>(c.temperature);
   o.minibatches = c.minibatches;
+  o.routing_replay = c.routing_replay ? 1 : 0;
+  o.router_aux_loss_coef = c.router_aux_coef;
   return o;
 }
 
@@ -142,6 +144,8 @@ StepRecord to_record(const char* phase, int64_t step, const fp8rl_train_metrics&
   r.ratio_max = m.ratio_max;
   r.old_policy_kl = m.old_policy_kl;
   r.entropy = m.entropy;
+  if (m.routing_choices > 0) r.routing_agreement = m.routing_agreement;
+  r.router_aux_loss = m.router_aux_loss;
   if (m.has_mismatch) {
     r.token_mult_prob_error = m.token_mult_prob_error;
     r.gen_kl_error = m.gen_kl_error;
@@ -199,7 +203,9 @@ StepRecord grpo_step(const Run& run, fp8rl_trainer* trainer, int64_t step) {
   std::vector<uint64_t> seeds(static_cast<size_t>(prompts.count()));
   check(fp8rl_trainer_next_seeds(trainer, prompts.count(), seeds.data()), "fp8rl_trainer_next_seeds");
   const int32_t eos = Tokenizer::kEos;
-  const fp8rl_sampling_options sampling = task_sampling(static_cast<float>(c.temperature), run.max_new_tokens, &eos);
+  fp8rl_sampling_options sampling = task_sampling(static_cast<float>(c.temperature), run.max_new_tokens, &eos);
+  sampling.record_experts = 1;  // Mixture-of-Experts policies: routing_agreement and replay; dense: nothing
+
   const Generated generated = generate(run.sampler(), prompts, seeds, sampling);
   StepRecord record =
       to_record("grpo", step, train_iteration(trainer, grpo_batch(run.tokenizer, problems, c.group_size, generated)));

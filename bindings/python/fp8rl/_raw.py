@@ -340,6 +340,8 @@ class fp8rl_trainer_options(ctypes.Structure):
         ('calibration', fp8rl_calibration_options),
         ('seed', ctypes.c_uint64),
         ('minibatches', ctypes.c_int64),
+        ('router_aux_loss_coef', ctypes.c_double),
+        ('routing_replay', ctypes.c_int32),
     ]
 
 
@@ -357,6 +359,8 @@ class fp8rl_train_batch(ctypes.Structure):
         ('advantages', ctypes.POINTER(ctypes.c_float)),  # const float*
         ('generation_seconds', ctypes.c_double),
         ('logp_old', ctypes.POINTER(ctypes.c_float)),  # const float*
+        ('experts', ctypes.POINTER(ctypes.c_int32)),  # const int32_t*
+        ('num_expert_choices', ctypes.c_int64),
     ]
 
 
@@ -397,6 +401,9 @@ class fp8rl_train_metrics(ctypes.Structure):
         ('bytes_reduced', ctypes.c_int64),
         ('bytes_gathered', ctypes.c_int64),
         ('communication_seconds', ctypes.c_double),
+        ('routing_choices', ctypes.c_int64),
+        ('routing_agreement', ctypes.c_double),
+        ('router_aux_loss', ctypes.c_double),
     ]
 
 

@@ -289,7 +289,25 @@ class CalibrationConfig(_CStruct):
 
 @dataclass
 class TrainerConfig:
-    """Everything a trainer is created with."""
+    """Everything a trainer is created with.
+
+    The last two fields concern Mixture-of-Experts (Qwen3-MoE) policies only
+    and are ignored for dense ones:
+
+    ``router_aux_loss_coef`` (finite, >= 0; default 0) weighs Hugging Face's
+    Qwen3-MoE load-balancing loss in the training loss (per micro-batch, over
+    its fed tokens and sparse layers). The default 0 leaves the RL loss alone,
+    as NeMo RL and slime train; the model config's own ``router_aux_loss_coef``
+    is not used. The metrics report the load-balancing loss
+    (``router_aux_loss``, without the coefficient) whatever the coefficient.
+
+    ``routing_replay``: the training forward routes each token to the experts
+    the generator chose (recorded with ``SamplingParams(record_experts=True)``)
+    instead of its router's choice, with gate weights from its own router: for
+    generation and training in different recipes. The rollouts given to
+    ``Policy.train_step``/``train_iteration`` must then have recorded their
+    experts.
+    """
 
     loss: LossConfig = field(default_factory=LossConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
@@ -298,6 +316,8 @@ class TrainerConfig:
     minibatches: int = 1  #: optimizer steps per Policy.train_iteration (consecutive mini-batches of the rollouts)
     recalibrate_after_step: bool = True
     seed: int = 0  #: seed of the trainer's prompt-seed stream (Policy.next_seeds)
+    router_aux_loss_coef: float = 0.0  #: MoE: weight of the load-balancing loss in the loss
+    routing_replay: bool = False  #: MoE: train with the generator's recorded experts
 
     def _to_c(self) -> _raw.fp8rl_trainer_options:
         struct = _initialized(_raw.fp8rl_trainer_options, "fp8rl_trainer_options_init")
@@ -308,4 +328,6 @@ class TrainerConfig:
         struct.minibatches = self.minibatches
         struct.recalibrate_after_step = self.recalibrate_after_step
         struct.seed = self.seed
+        struct.router_aux_loss_coef = self.router_aux_loss_coef
+        struct.routing_replay = self.routing_replay
         return struct

@@ -223,12 +223,13 @@ class Policy:
 
         Pass a TrainerConfig, or its fields as keywords: ``loss=LossConfig(...)``,
         ``optimizer=OptimizerConfig(...)``, ``calibration=...``, ``micro_batch_tokens``,
-        ``minibatches``, ``recalibrate_after_step``, ``seed``.
+        ``minibatches``, ``recalibrate_after_step``, ``seed``, and for Mixture-of-Experts
+        policies ``router_aux_loss_coef`` and ``routing_replay``.
         """
         if config is not None and fields:
             raise invalid("start_training: pass a TrainerConfig or keyword fields, not both")
         config = config or TrainerConfig(**fields)
-        trainer = Trainer(self._handle, config)
+        trainer = Trainer(self._handle, config, self.config)
         if self._trainer is not None:
             self._trainer.close()
         self._trainer = trainer
@@ -258,10 +259,22 @@ class Policy:
         `old_logprobs` (per completion token) replace the policy's own logp_old.
         It is train_iteration() with one mini-batch.
 
+        Mixture-of-Experts policies: when the rollouts recorded their experts
+        (``SamplingParams(record_experts=True)``), the step is given the
+        generator's choices; the metrics then report how many (fed token, sparse
+        layer, slot) choices were compared (``routing_choices``) and the share
+        the training router made alike (``routing_agreement``, exactly 1 when
+        generation and training run one recipe; None when none were compared),
+        and a trainer with ``routing_replay`` routes with them (it raises
+        InvalidArgumentError for rollouts without them). ``router_aux_loss`` is the
+        load-balancing loss (0 for a dense policy), weighed into ``loss`` by the
+        trainer's ``router_aux_loss_coef``.
+
         Returns the step's metrics: loss, grad_norm, learning_rate, clip_fraction,
-        entropy, token_mult_prob_error, gen_kl_error, the time breakdown and more
-        (the fields of ``fp8rl_train_metrics``). A non-finite gradient is not an
-        error: ``skipped`` is then True and nothing changed.
+        entropy, token_mult_prob_error, gen_kl_error, the routing metrics, the
+        time breakdown and more (the fields of ``fp8rl_train_metrics``). A
+        non-finite gradient is not an error: ``skipped`` is then True and nothing
+        changed.
         """
         if not isinstance(rollouts, Rollouts):
             raise invalid(f"train_step: expected Rollouts, got {type(rollouts).__name__}")
@@ -276,6 +289,8 @@ class Policy:
         second mini-batch on the ratio departs from 1 and the clip acts. Returns
         the iteration's metrics (as train_step(); ``skipped``/``clipped`` then
         say whether any step was) with ``minibatch_metrics``, one dict per step.
+        Recorded expert choices are passed as train_step() passes them, each
+        mini-batch taking its sequences' share.
         """
         if not isinstance(rollouts, Rollouts):
             raise invalid(f"train_iteration: expected Rollouts, got {type(rollouts).__name__}")

@@ -106,7 +106,8 @@ class Rollouts:
         Best first, positions 0 .. prompt + completion length - 2, sparse layers
         in layer order; recorded with ``SamplingParams(record_experts=True)`` on a
         Mixture-of-Experts policy, else it has no positions. Valid while the
-        rollouts are open.
+        rollouts are open. ``Policy.train_step`` and ``train_iteration`` pass
+        recorded choices to the trainer themselves.
         """
         count = len(self)
         if not -count <= index < count:
@@ -120,6 +121,36 @@ class Rollouts:
                                                   ctypes.byref(positions), ctypes.byref(layers), ctypes.byref(k)))
         flat = borrowed(handle, c_experts, positions.value * layers.value * k.value, np.int32)
         return flat.reshape(positions.value, layers.value, k.value)
+
+    @property
+    def records_experts(self) -> bool:
+        """Whether these rollouts recorded their expert choices (``Rollouts.experts``).
+
+        True for rollouts a Mixture-of-Experts policy generated with
+        ``SamplingParams(record_experts=True)``; training steps on them then
+        pass the choices to the trainer (routing replay, ``routing_agreement``).
+        """
+        return self._given is None and len(self) > 0 and self.experts(0).shape[0] > 0
+
+    def _train_experts(self) -> Optional[np.ndarray]:
+        """The recorded expert choices as a train batch takes them, or None when not recorded.
+
+        One flat int32 array: ``experts(i)`` ([prompt + completion length - 1
+        positions, sparse layers, k]) of every sequence, in order, laid end to
+        end, which is how ``sequences()`` lays out the prompts and completions.
+        """
+        if not self.records_experts:
+            return None
+        prompt_lengths, lengths = np.diff(self.prompt_offsets), self.lengths
+        parts = []
+        for i in range(len(self)):
+            experts = self.experts(i)
+            fed = int(prompt_lengths[i] + lengths[i]) - 1
+            if experts.shape[0] != fed:
+                raise invalid(f"rollouts: completion {i} recorded experts for {experts.shape[0]} positions, but its "
+                              f"prompt and completion feed {fed} tokens")
+            parts.append(experts.reshape(-1))
+        return np.ascontiguousarray(np.concatenate(parts), dtype=np.int32)
 
     @functools.cached_property
     def _flat(self):

@@ -10,7 +10,7 @@ from . import _raw
 from ._arrays import float_vector, pointer
 from ._handle import Handle
 from ._library import library
-from .configs import TrainerConfig, _initialized
+from .configs import ModelConfig, TrainerConfig, _initialized
 from .errors import check, invalid
 from .rollouts import Rollouts
 
@@ -20,7 +20,9 @@ _FLAGS = ("skipped", "clipped", "has_mismatch")
 
 
 def metrics_dict(metrics: _raw.fp8rl_train_metrics) -> Dict[str, Any]:
-    """Every field of the C metrics; flags as bools, and the mismatch fields None when logp_gen was not given.
+    """Every field of the C metrics; flags as bools, the mismatch fields None when logp_gen was not given, and
+    routing_agreement None when no expert choices were compared (``routing_choices`` 0: a dense policy, or
+    rollouts that did not record their experts).
 
     For an iteration, ``skipped`` and ``clipped`` are True when any of its steps was.
     """
@@ -30,7 +32,17 @@ def metrics_dict(metrics: _raw.fp8rl_train_metrics) -> Dict[str, Any]:
             values[name] = bool(getattr(metrics, name)) if name in _FLAGS else getattr(metrics, name)
     if not values["has_mismatch"]:
         values.update(dict.fromkeys(_MISMATCH_FIELDS))
+    if values["routing_choices"] == 0:
+        values["routing_agreement"] = None
     return values
+
+
+def _sparse_layer_count(model: ModelConfig) -> int:
+    """The Mixture-of-Experts layers of a (valid) model config: Hugging Face's Qwen3MoeDecoderLayer rule."""
+    if model.num_experts == 0:
+        return 0
+    return sum(1 for layer in range(model.num_layers)
+               if layer not in model.mlp_only_layers and (layer + 1) % model.decoder_sparse_step == 0)
 
 
 def _metrics_struct() -> _raw.fp8rl_train_metrics:
@@ -40,8 +52,9 @@ def _metrics_struct() -> _raw.fp8rl_train_metrics:
 class Trainer:
     """Trains a policy in place: iterations of mini-batch steps (loss forward and backward, AdamW, recalibration)."""
 
-    def __init__(self, policy_handle: Handle, config: TrainerConfig):
+    def __init__(self, policy_handle: Handle, config: TrainerConfig, model: ModelConfig):
         self.config = config
+        self._sparse_layers = _sparse_layer_count(model)
         options = config._to_c()
         out = ctypes.c_void_p()
         check(library().fp8rl_trainer_create(policy_handle.pointer, ctypes.byref(options), ctypes.byref(out)))
@@ -64,6 +77,12 @@ class Trainer:
         advantages = None if advantages is None else float_vector(advantages, count, "advantages")
         ref = None if ref_logprobs is None else float_vector(ref_logprobs, completion_tokens, "ref_logprobs")
         old = None if old_logprobs is None else float_vector(old_logprobs, completion_tokens, "old_logprobs")
+        # The generator's expert choices, laid out as `tokens` lays out the sequences (prompt then completion).
+        experts = rollouts._train_experts() if self._sparse_layers > 0 else None
+        if experts is None and self.config.routing_replay and self._sparse_layers > 0:
+            raise invalid("train_step: routing_replay trains with the generator's expert choices, but these "
+                          "rollouts recorded none: generate them with SamplingParams(record_experts=True) "
+                          "(rollouts built from sequences carry none), or turn routing_replay off")
         batch = _raw.fp8rl_train_batch()
         check(library().fp8rl_train_batch_init(ctypes.byref(batch)))
         batch.tokens = pointer(tokens, ctypes.c_int32)
@@ -77,7 +96,10 @@ class Trainer:
         batch.advantages = pointer(advantages, ctypes.c_float)
         batch.logp_old = pointer(old, ctypes.c_float)
         batch.generation_seconds = rollouts.generation_seconds
-        return batch, (tokens, offsets, prompt_lengths, rewards, advantages, ref, old)
+        if experts is not None:
+            batch.experts = pointer(experts, ctypes.c_int32)
+            batch.num_expert_choices = experts.size
+        return batch, (tokens, offsets, prompt_lengths, rewards, advantages, ref, old, experts)
 
     def step(self, rollouts: Rollouts, rewards: Any, advantages: Any, ref_logprobs: Any,
              old_logprobs: Any = None) -> Dict[str, Any]:

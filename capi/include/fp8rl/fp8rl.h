@@ -1478,6 +1478,16 @@ typedef struct fp8rl_trainer_options {
   int64_t minibatches;                   /**< Optimizer steps per fp8rl_trainer_iterate() (>= 1; default 1): the
                                               batch's sequences in this many consecutive mini-batches of near-equal
                                               count (mini-batch k starts at sequence k * num_sequences / minibatches). */
+  double router_aux_loss_coef;           /**< Mixture-of-Experts policies: the weight (finite, >= 0) of the
+                                              load-balancing loss of Hugging Face's Qwen3-MoE in the loss, per
+                                              micro-batch over its fed tokens and sparse layers. Default 0 (as NeMo RL
+                                              and slime train RL: it perturbs the log-probs); the model config's
+                                              router_aux_loss_coef is not used. */
+  int32_t routing_replay;                /**< Mixture-of-Experts policies, non-zero: the training forward uses the
+                                              batch's recorded experts (fp8rl_train_batch::experts, then required)
+                                              instead of its router's choice, with gate weights from its own router
+                                              (routing replay, for generation and training in different recipes).
+                                              Default 0. */
 } fp8rl_trainer_options;
 
 /**
@@ -1555,6 +1565,12 @@ typedef struct fp8rl_train_batch {
   const float* logp_old;         /**< Per completion token: the policy before the iteration, used as given (must
                                       be finite). NULL (default): the trainer computes it with the weights before
                                       the first update. */
+  const int32_t* experts;        /**< Mixture-of-Experts policies: the generator's expert choices, the
+                                      fp8rl_rollout_get_experts() arrays of the sequences laid end to end
+                                      ([length - 1 positions, sparse layers, k] per sequence). Needed for
+                                      routing_replay; otherwise optional, and when given the metrics report
+                                      routing_agreement. Ignored for dense policies. May be NULL. */
+  int64_t num_expert_choices;    /**< The length of experts (checked): sum(length_i - 1) * sparse layers * k. */
 } fp8rl_train_batch;
 
 /**
@@ -1616,6 +1632,14 @@ typedef struct fp8rl_train_metrics {
   int64_t bytes_gathered;        /**< Bytes this rank received in weight gathers (FP8 codes and block scales
                                       for FP8 linear layers, FP32 for the rest). */
   double communication_seconds;  /**< Time in collectives (included in train_seconds). */
+  /* Mixture-of-Experts policies (all 0 for dense ones). */
+  int64_t routing_choices;       /**< (fed token, sparse layer, slot) choices compared with the batch's experts
+                                      (0 when the batch brought none). */
+  double routing_agreement;      /**< Share of the training router's choices the generator also made for that
+                                      token and layer: exactly 1 when both ran one recipe. Measured on the
+                                      router's own choice, also under routing_replay (then on the hidden
+                                      states the replayed experts of earlier layers computed). */
+  double router_aux_loss;        /**< The load-balancing loss (without its coefficient), a fed-token mean. */
 } fp8rl_train_metrics;
 
 /**

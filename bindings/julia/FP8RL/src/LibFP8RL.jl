@@ -324,6 +324,8 @@ struct fp8rl_trainer_options
     calibration::fp8rl_calibration_options
     seed::UInt64
     minibatches::Int64
+    router_aux_loss_coef::Cdouble
+    routing_replay::Int32
 end
 
 struct fp8rl_train_batch
@@ -339,6 +341,8 @@ struct fp8rl_train_batch
     advantages::Ptr{Cfloat}
     generation_seconds::Cdouble
     logp_old::Ptr{Cfloat}
+    experts::Ptr{Int32}
+    num_expert_choices::Int64
 end
 
 struct fp8rl_train_metrics
@@ -377,6 +381,9 @@ struct fp8rl_train_metrics
     bytes_reduced::Int64
     bytes_gathered::Int64
     communication_seconds::Cdouble
+    routing_choices::Int64
+    routing_agreement::Cdouble
+    router_aux_loss::Cdouble
 end
 
 struct fp8rl_quantize_options

@@ -20,15 +20,24 @@ mutable struct Trainer <: _Handle
     pending::Bool
     const policy::Policy
     const config::TrainerConfig
-    function Trainer(ptr::Ptr{L.fp8rl_trainer}, policy::Policy, config::TrainerConfig)
-        return finalizer(_finalize, new(ptr, false, policy, config))
+    const sparse_layers::Int  # of the policy: 0 for a dense one
+    function Trainer(ptr::Ptr{L.fp8rl_trainer}, policy::Policy, config::TrainerConfig, sparse_layers::Integer)
+        return finalizer(_finalize, new(ptr, false, policy, config, sparse_layers))
     end
 end
 
 function Trainer(policy::Policy, trainer_config::TrainerConfig)
+    sparse_layers = _sparse_layer_count(config(policy))
     out = Ref{Ptr{L.fp8rl_trainer}}(C_NULL)
     check(L.fp8rl_trainer_create(policy, Ref(_to_c(trainer_config)), out))
-    return Trainer(out[], policy, trainer_config)
+    return Trainer(out[], policy, trainer_config, sparse_layers)
+end
+
+# The Mixture-of-Experts layers of a (valid) model config: Hugging Face's Qwen3MoeDecoderLayer rule, 0-based.
+function _sparse_layer_count(model::ModelConfig)
+    (model.num_experts == 0 || model.decoder_sparse_step <= 0) && return 0
+    return count(layer -> !(layer in model.mlp_only_layers) && (layer + 1) % model.decoder_sparse_step == 0,
+                 0:model.num_layers - 1)
 end
 
 Trainer(policy::Policy; options...) = Trainer(policy, TrainerConfig(; options...))
@@ -53,6 +62,14 @@ completion: those of `rollout` (whose log-probs feed the importance
 correction and the mismatch metrics, and whose generation time the time
 breakdown), or token-id vectors generated elsewhere.
 
+Mixture-of-Experts policies: when `rollout` recorded its experts
+(`SamplingParams(record_experts = true)`), the step is given the generator's
+choices (each sequence's [`experts`](@ref), laid end to end): the metrics then
+compare the training router's choices with them, and a trainer with
+`routing_replay` routes with them. `routing_replay` with a rollout that did
+not record them, or with token-id vectors, throws an `FP8RL_ERROR_INVALID_ARGUMENT`
+[`FP8RLError`](@ref) before C.
+
 A policy-gradient loss takes exactly one of `rewards` (one per sequence,
 turned into advantages within groups of `loss.group_size` consecutive
 sequences) and `advantages`; cross-entropy takes neither. Per-token values
@@ -69,21 +86,26 @@ Returns every field of `fp8rl_train_metrics`: `step`, `skipped`, `clipped`,
 `completion_tokens`, `trained_tokens`, `tokens_per_second`,
 `generation_seconds`, `recompute_seconds`, `train_seconds`,
 `recalibration_seconds`, `recalibration_fraction`, `ratio_min`, `ratio_max`,
-`old_policy_kl`, `minibatches`. A non-finite gradient is not an error:
-`skipped` is then `true` and nothing changed.
+`old_policy_kl`, `minibatches`, `bytes_reduced`, `bytes_gathered`,
+`communication_seconds`, and for Mixture-of-Experts policies
+`routing_choices` (the (fed token, sparse layer, slot) choices compared with
+the generator's; 0 without recorded experts or for a dense policy),
+`routing_agreement` (the share of them the training router made alike: exactly
+1 when generation and training run one recipe; `nothing` when none were
+compared) and `router_aux_loss` (the load-balancing loss without its
+coefficient, a fed-token mean; 0 for a dense policy). A non-finite gradient
+is not an error: `skipped` is then `true` and nothing changed.
 """
 function train_step!(trainer::Trainer, rollout::Rollout; rewards = nothing, advantages = nothing, logp_ref = nothing,
                      logp_old = nothing)
-    inputs = _TrainInputs(_sequences(rollout), rewards, advantages, _flat(rollout).logprobs, logp_ref, logp_old,
-                          rollout.generation_seconds)
-    return _train_step!(trainer, inputs)
+    return _train_step!(trainer, _rollout_inputs(trainer, rollout, rewards, advantages, logp_ref, logp_old))
 end
 
 function train_step!(trainer::Trainer, prompts::AbstractVector, given::AbstractVector; rewards = nothing,
                      advantages = nothing, logp_gen = nothing, logp_ref = nothing, logp_old = nothing,
                      generation_seconds::Real = 0.0)
     sequences = _user_sequences(prompts, given, _vocab_size(trainer.policy), "train_step!")
-    inputs = _TrainInputs(sequences, rewards, advantages, logp_gen, logp_ref, logp_old, generation_seconds)
+    inputs = _TrainInputs(sequences, rewards, advantages, logp_gen, logp_ref, logp_old, generation_seconds, nothing)
     return _train_step!(trainer, inputs)
 end
 
@@ -98,12 +120,12 @@ importance weights fixed once, so from the second mini-batch on the ratio
 departs from 1 and the clip acts. Arguments as [`train_step!`](@ref). Returns
 the iteration's metrics (the fields [`train_step!`](@ref) lists; `skipped`
 and `clipped` say whether any step was) and `minibatch_metrics`, one
-NamedTuple per step.
+NamedTuple per step. Recorded experts are passed as [`train_step!`](@ref)
+passes them, each mini-batch taking its sequences' share.
 """
 function train_iteration!(trainer::Trainer, rollout::Rollout; rewards = nothing, advantages = nothing,
                           logp_ref = nothing, logp_old = nothing)
-    inputs = _TrainInputs(_sequences(rollout), rewards, advantages, _flat(rollout).logprobs, logp_ref, logp_old,
-                          rollout.generation_seconds)
+    inputs = _rollout_inputs(trainer, rollout, rewards, advantages, logp_ref, logp_old)
     steps = [_c_defaults(L.fp8rl_train_metrics) for _ in 1:trainer.config.minibatches]
     total = Ref(_c_defaults(L.fp8rl_train_metrics))
     _with_batch(trainer, inputs) do batch
@@ -125,6 +147,38 @@ struct _TrainInputs
     logp_ref::Any
     logp_old::Any
     generation_seconds::Float64
+    experts::Union{Nothing,Vector{Int32}}  # the generator's expert choices, laid out as the sequences
+end
+
+# A rollout's inputs: its sequences, log-probs, generation time and (for a
+# policy with sparse layers) the expert choices it recorded.
+function _rollout_inputs(trainer::Trainer, rollout::Rollout, rewards, advantages, logp_ref, logp_old)
+    sequences = _sequences(rollout)
+    choices = trainer.sparse_layers > 0 ? _recorded_experts(rollout, sequences) : nothing
+    return _TrainInputs(sequences, rewards, advantages, _flat(rollout).logprobs, logp_ref, logp_old,
+                        rollout.generation_seconds, choices)
+end
+
+# The expert choices `rollout` recorded, as a train batch takes them: each
+# sequence's [positions = length - 1, sparse layers, k] C array (the memory
+# order of the (k, sparse layers, positions) Julia array `experts` returns),
+# sequence after sequence; `nothing` when it recorded none.
+function _recorded_experts(rollout::Rollout, sequences::_Sequences)
+    count = length(rollout)
+    count == 0 && return nothing
+    first_choices = experts(rollout, 1)
+    size(first_choices, 3) == 0 && return nothing
+    parts = Vector{Vector{Int32}}(undef, count)
+    for i in 1:count
+        choices = i == 1 ? first_choices : experts(rollout, i)
+        fed = sequences.offsets[i + 1] - sequences.offsets[i] - 1
+        if size(choices, 3) != fed
+            throw(_invalid("train_step!: completion $i recorded experts for $(size(choices, 3)) positions, " *
+                           "but its prompt and completion feed $fed tokens"))
+        end
+        parts[i] = vec(choices)
+    end
+    return reduce(vcat, parts)
 end
 
 function _train_step!(trainer::Trainer, inputs::_TrainInputs)
@@ -146,15 +200,22 @@ function _with_batch(f, trainer::Trainer, inputs::_TrainInputs)
           _per_token(inputs.logp_gen, offsets, "train_step!: logp_gen"; allow_non_finite = true)
     ref = inputs.logp_ref === nothing ? nothing : _per_token(inputs.logp_ref, offsets, "train_step!: logp_ref")
     old = inputs.logp_old === nothing ? nothing : _per_token(inputs.logp_old, offsets, "train_step!: logp_old")
+    choices = inputs.experts
+    if choices === nothing && trainer.config.routing_replay && trainer.sparse_layers > 0
+        throw(_invalid("train_step!: routing_replay trains with the generator's expert choices, but the rollout " *
+                       "recorded none: generate it with SamplingParams(record_experts = true) (token-id " *
+                       "vectors carry none), or turn routing_replay off"))
+    end
     tokens, sequence_offsets, prompt_lengths = sequences.tokens, sequences.offsets, sequences.prompt_lengths
     # The batch holds raw pointers into these arrays: they must outlive the call.
-    GC.@preserve tokens sequence_offsets prompt_lengths reward_values advantage_values gen ref old begin
+    GC.@preserve tokens sequence_offsets prompt_lengths reward_values advantage_values gen ref old choices begin
         batch = _with(_c_defaults(L.fp8rl_train_batch);
                       tokens = pointer(tokens), offsets = pointer(sequence_offsets), num_sequences = count,
                       prompt_lengths = pointer(prompt_lengths), num_completion_tokens = last(offsets),
                       logp_gen = _pointer(gen), logp_ref = _pointer(ref), logp_old = _pointer(old),
                       rewards = _pointer(reward_values), advantages = _pointer(advantage_values),
-                      generation_seconds = inputs.generation_seconds)
+                      generation_seconds = inputs.generation_seconds,
+                      experts = _expert_pointer(choices), num_expert_choices = choices === nothing ? 0 : length(choices))
         f(Ref(batch))
     end
     return nothing
@@ -162,6 +223,8 @@ end
 
 _pointer(::Nothing) = Ptr{Cfloat}(C_NULL)
 _pointer(values::Vector{Float32}) = pointer(values)
+_expert_pointer(::Nothing) = Ptr{Int32}(C_NULL)
+_expert_pointer(values::Vector{Int32}) = pointer(values)
 
 function _check_loss_inputs(kind, rewards, advantages)
     if kind === :clipped_policy_gradient && (rewards === nothing) == (advantages === nothing)
@@ -172,7 +235,8 @@ function _check_loss_inputs(kind, rewards, advantages)
     return nothing
 end
 
-# Every metric; flags as Bools, and the mismatch metrics `nothing` when the batch had no logp_gen.
+# Every metric; flags as Bools, the mismatch metrics `nothing` when the batch had no logp_gen, and
+# routing_agreement `nothing` when no expert choices were compared.
 function _train_metrics(raw::L.fp8rl_train_metrics)
     has_mismatch = raw.has_mismatch != 0
     fields = _fields(raw)
@@ -182,6 +246,8 @@ function _train_metrics(raw::L.fp8rl_train_metrics)
         if name in _FLAG_METRICS
             value != 0
         elseif !has_mismatch && name in _MISMATCH_METRICS
+            nothing
+        elseif name === :routing_agreement && raw.routing_choices == 0
             nothing
         else
             value

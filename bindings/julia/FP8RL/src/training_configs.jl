@@ -106,7 +106,8 @@ OptimizerConfig(; fields...) = _with(_from_c(OptimizerConfig, _c_defaults(L.fp8r
 """
     TrainerConfig(; loss = LossConfig(), optimizer = OptimizerConfig(),
                   calibration = CalibrationConfig(), micro_batch_tokens = 2048,
-                  minibatches = 1, recalibrate_after_step = true, seed = 0)
+                  minibatches = 1, recalibrate_after_step = true, seed = 0,
+                  router_aux_loss_coef = 0.0, routing_replay = false)
 
 Everything a [`Trainer`](@ref) is created with (`fp8rl_trainer_options`).
 `loss`, `optimizer` and `calibration` also take NamedTuples of their fields.
@@ -115,6 +116,17 @@ backward pass; `minibatches` is the number of optimizer steps of one
 [`train_iteration!`](@ref); `recalibrate_after_step` requantizes the weights and replaces
 the attention scales after every step; `seed` starts the trainer's stream of
 prompt seeds ([`next_seeds`](@ref)).
+
+Mixture-of-Experts policies only (dense ones ignore them):
+`router_aux_loss_coef` (finite, >= 0) weighs Hugging Face's Qwen3-MoE
+load-balancing loss in the loss, per micro-batch over its fed tokens and
+sparse layers; the default 0 leaves the RL loss alone (as NeMo RL and slime
+train), and the model config's own `router_aux_loss_coef` is not used.
+`routing_replay = true` makes the training forward route each token to the
+experts the generator chose (recorded with `SamplingParams(record_experts = true)`)
+instead of its router's choice, with gate weights from its own router: for
+generation and training in different recipes. The rollouts given to
+[`train_step!`](@ref) must then have recorded their experts.
 """
 struct TrainerConfig <: _Options
     loss::LossConfig
@@ -124,13 +136,16 @@ struct TrainerConfig <: _Options
     minibatches::Int64
     recalibrate_after_step::Bool
     seed::UInt64
+    router_aux_loss_coef::Float64
+    routing_replay::Bool
 end
 
 function TrainerConfig(; fields...)
     raw = _c_defaults(L.fp8rl_trainer_options)
     defaults = TrainerConfig(_from_c(LossConfig, raw), _from_c(OptimizerConfig, raw),
                              _from_c(CalibrationConfig, raw.calibration), raw.micro_batch_tokens, raw.minibatches,
-                             raw.recalibrate_after_step != 0, raw.seed)
+                             raw.recalibrate_after_step != 0, raw.seed, raw.router_aux_loss_coef,
+                             raw.routing_replay != 0)
     return _with(defaults; fields...)
 end
 
@@ -139,5 +154,6 @@ function _to_c(trainer::TrainerConfig)
     raw = _to_c_fields(trainer.optimizer, raw)
     return _with(raw; calibration = _to_c_fields(trainer.calibration, raw.calibration),
                  micro_batch_tokens = trainer.micro_batch_tokens, minibatches = trainer.minibatches,
-                 recalibrate_after_step = trainer.recalibrate_after_step, seed = trainer.seed)
+                 recalibrate_after_step = trainer.recalibrate_after_step, seed = trainer.seed,
+                 router_aux_loss_coef = trainer.router_aux_loss_coef, routing_replay = trainer.routing_replay)
 end

@@ -278,6 +278,158 @@ end
     @test Policy(p -> generate(r -> length(r[1].tokens), p, [[1]], SAMPLING), moe) == 4
 end
 
+# The tiny Qwen3-MoE: layers 0 and 2 sparse (4 experts of width 32, top 2), layer 1 dense.
+const MOE = tiny_config(family = :qwen3_moe, qk_norm = true, num_layers = 3, num_experts = 4, num_experts_per_tok = 2,
+                        moe_intermediate_size = 32, norm_topk_prob = true, mlp_only_layers = [1],
+                        router_aux_loss_coef = 0.0)
+const MOE_PROMPTS = [[1, 2, 3], [1, 2, 3], [4, 5], [4, 5], [6], [6]]  # three prompts, groups of two
+const MOE_SEEDS = [11, 12, 13, 14, 15, 16]
+const MOE_REWARDS = [1.0, 0.0, 0.0, 1.0, 0.5, 0.0]
+const RECORDING = SamplingParams(max_new_tokens = 6, stop_at_eos = false, record_experts = true)
+const NOT_RECORDING = SamplingParams(max_new_tokens = 6, stop_at_eos = false)
+
+# Hugging Face's Qwen3MoeDecoderLayer rule, written out here (0-based layers).
+moe_sparse_layers(c) = [layer for layer in 0:c.num_layers - 1
+                        if !(layer in c.mlp_only_layers) && (layer + 1) % c.decoder_sparse_step == 0]
+
+# (fed token, sparse layer, slot) choices of sequences `range`: every token of prompt + completion but the last is fed.
+moe_choices(rollout, range = 1:length(MOE_PROMPTS)) =
+    sum(length(MOE_PROMPTS[i]) + length(rollout[i].tokens) - 1 for i in range) *
+    length(moe_sparse_layers(MOE)) * MOE.num_experts_per_tok
+
+# HF's load_balancing_loss_func for perfectly balanced routing: E times the sum over the k slots and E experts of
+# (share of tokens whose slot-th choice is e) times (mean router probability of e), both 1/E when balanced.
+function balanced_aux_loss(c)
+    experts_count = c.num_experts
+    return experts_count * sum((1 / experts_count) * (1 / experts_count)
+                               for _slot in 1:c.num_experts_per_tok, _expert in 1:experts_count)
+end
+
+moe_policy(recipe) = Policy(MOE; seed = 5, recipe = recipe)
+const MOE_TRAINING = (loss = LossConfig(group_size = 2), optimizer = OptimizerConfig(learning_rate = 1e-2))
+moe_trainer(policy; options...) = Trainer(policy; MOE_TRAINING..., options...)
+moe_trainer(f::Function, policy; options...) = Trainer(f, policy; MOE_TRAINING..., options...)
+
+@testset "Qwen3-MoE training" begin
+    @test moe_sparse_layers(MOE) == [0, 2]
+    k = MOE.num_experts_per_tok
+    @test balanced_aux_loss(MOE) ≈ k  # HF's loss is k when balanced
+    defaults = TrainerConfig()
+    @test defaults.router_aux_loss_coef == 0 && !defaults.routing_replay
+    raw = FP8RL._to_c(TrainerConfig(router_aux_loss_coef = 0.25, routing_replay = true))
+    @test raw.router_aux_loss_coef == 0.25 && raw.routing_replay == 1
+
+    for recipe in (Recipe(:bf16), Recipe(:fp8))
+        # in the generator's recipe, training routes every fed token as the generator did
+        Policy(MOE; seed = 5, recipe = recipe) do policy
+            moe_trainer(policy; micro_batch_tokens = 8) do trainer
+                generate(policy, MOE_PROMPTS, RECORDING; seeds = MOE_SEEDS) do rollout
+                    @test size(experts(rollout, 1)) == (2, 2, 3 + 6 - 1)
+                    metrics = train_step!(trainer, rollout; rewards = MOE_REWARDS)
+                    # prompts of 12 tokens, completions of 6 x 6, the last of each of the 6 sequences not fed
+                    @test metrics.routing_choices == moe_choices(rollout) == (12 + 6 * 6 - 6) * 2 * 2
+                    @test metrics.routing_agreement == 1.0
+                    @test isfinite(metrics.loss) && metrics.grad_norm > 0 && !metrics.skipped
+                    @test 0.5 * balanced_aux_loss(MOE) <= metrics.router_aux_loss <= 2 * balanced_aux_loss(MOE)
+                end
+                # without recorded experts nothing is compared; the load-balancing loss is measured all the same
+                generate(policy, MOE_PROMPTS, NOT_RECORDING; seeds = MOE_SEEDS) do rollout
+                    metrics = train_step!(trainer, rollout; rewards = MOE_REWARDS)
+                    @test metrics.routing_choices == 0 && metrics.routing_agreement === nothing
+                    @test metrics.router_aux_loss > 0
+                end
+            end
+            # each mini-batch of an iteration takes its sequences' experts
+            moe_trainer(policy; minibatches = 3) do trainer
+                generate(policy, MOE_PROMPTS, RECORDING; seeds = MOE_SEEDS) do rollout
+                    metrics = train_iteration!(trainer, rollout; rewards = MOE_REWARDS)
+                    @test metrics.routing_choices == moe_choices(rollout) && metrics.routing_agreement == 1.0
+                    @test [m.routing_choices for m in metrics.minibatch_metrics] ==
+                          [moe_choices(rollout, 2m + 1:2m + 2) for m in 0:2]
+                    @test metrics.minibatch_metrics[1].routing_agreement == 1.0
+                    @test all(0 < m.routing_agreement <= 1 for m in metrics.minibatch_metrics)
+                end
+            end
+        end
+
+        # routing replay in the generator's recipe: the recorded experts are the router's own choice
+        plain_policy, replay_policy = moe_policy(recipe), moe_policy(recipe)
+        plain, replaying = moe_trainer(plain_policy), moe_trainer(replay_policy; routing_replay = true)
+        rollout = generate(plain_policy, MOE_PROMPTS, RECORDING; seeds = MOE_SEEDS)
+        free = train_step!(plain, rollout; rewards = MOE_REWARDS)
+        replayed = train_step!(replaying, rollout; rewards = MOE_REWARDS)
+        @test replayed.routing_agreement == free.routing_agreement == 1.0
+        @test replayed.routing_choices == moe_choices(rollout)
+        @test (replayed.loss, replayed.grad_norm, replayed.router_aux_loss) ==
+              (free.loss, free.grad_norm, free.router_aux_loss)
+        @test fingerprint(replay_policy) == fingerprint(plain_policy)
+        foreach(close, (rollout, plain, replaying, plain_policy, replay_policy))
+
+        # the load-balancing loss coefficient adds its share to the loss, on the same batch and weights
+        coef = 0.5
+        plain_policy, weighted_policy = moe_policy(recipe), moe_policy(recipe)
+        plain, weighted = moe_trainer(plain_policy), moe_trainer(weighted_policy; router_aux_loss_coef = coef)
+        rollout = generate(plain_policy, MOE_PROMPTS, RECORDING; seeds = MOE_SEEDS)
+        without = train_step!(plain, rollout; rewards = MOE_REWARDS)
+        with_aux = train_step!(weighted, rollout; rewards = MOE_REWARDS)
+        @test without.router_aux_loss > 0 && with_aux.router_aux_loss == without.router_aux_loss
+        @test isapprox(with_aux.loss - without.loss, coef * without.router_aux_loss; rtol = 1e-6)
+        @test with_aux.grad_norm != without.grad_norm
+        foreach(close, (rollout, plain, weighted, plain_policy, weighted_policy))
+    end
+
+    # routing replay without recorded experts is refused before C, with a message that says what to do
+    Policy(MOE; seed = 5) do policy
+        moe_trainer(policy; routing_replay = true) do trainer
+            before = last_error_message()
+            generate(policy, MOE_PROMPTS, NOT_RECORDING; seeds = MOE_SEEDS) do rollout
+                for train! in (train_step!, train_iteration!)
+                    err = thrown(() -> train!(trainer, rollout; rewards = MOE_REWARDS))
+                    @test is_error(err, INVALID_ARGUMENT, "SamplingParams(record_experts = true)")
+                end
+                tokens = [c.tokens for c in rollout]
+                err = thrown(() -> train_step!(trainer, MOE_PROMPTS, tokens; rewards = MOE_REWARDS))
+                @test is_error(err, INVALID_ARGUMENT, "routing_replay")
+            end
+            @test last_error_message() == before  # nothing reached the library
+            # with recorded experts the same trainer steps
+            generate(policy, MOE_PROMPTS, RECORDING; seeds = MOE_SEEDS) do rollout
+                metrics = train_step!(trainer, rollout; rewards = MOE_REWARDS)
+                @test metrics.routing_agreement == 1.0 && metrics.routing_choices == moe_choices(rollout)
+            end
+        end
+    end
+
+    # routing replay trains a BF16 policy on FP8 generations
+    Policy(MOE; seed = 5, recipe = Recipe(:fp8)) do generator
+        Policy(MOE; seed = 5) do policy
+            moe_trainer(policy; routing_replay = true) do trainer
+                generate(generator, MOE_PROMPTS, RECORDING; seeds = MOE_SEEDS) do rollout
+                    metrics = train_step!(trainer, rollout; rewards = MOE_REWARDS)
+                    @test metrics.routing_choices == moe_choices(rollout)
+                    @test 0 < metrics.routing_agreement <= 1  # the BF16 router may choose otherwise
+                    @test isfinite(metrics.loss) && !metrics.skipped
+                end
+            end
+        end
+    end
+
+    # bad options name the field; a dense policy ignores both options
+    Policy(MOE; seed = 5) do policy
+        @test is_error(thrown(() -> Trainer(policy; router_aux_loss_coef = -1.0)), INVALID_ARGUMENT,
+                       "router_aux_loss_coef")
+    end
+    Policy(tiny_config(); seed = 1) do policy
+        moe_trainer(policy; routing_replay = true, router_aux_loss_coef = 0.5) do trainer
+            generate(policy, [[1, 2], [3]], RECORDING) do rollout
+                metrics = train_step!(trainer, rollout; rewards = [1.0, 0.0])
+                @test metrics.routing_choices == 0 && metrics.routing_agreement === nothing
+                @test metrics.router_aux_loss == 0
+            end
+        end
+    end
+end
+
 @testset "bad inputs are refused before anything reaches C" begin
     Policy(tiny_config(); seed = 1) do policy
         before = last_error_message()
@@ -516,6 +668,9 @@ end
                 @test metrics.has_mismatch === true && metrics.token_mult_prob_error == 1.0 && metrics.ratio_mean == 1.0
                 @test metrics.skipped === false && metrics.clipped isa Bool && metrics.kl_k1 == 0
                 @test metrics.generation_seconds == rollout.generation_seconds
+                # a dense policy: no expert choices, no load-balancing loss
+                @test metrics.routing_choices == 0 && metrics.routing_agreement === nothing
+                @test metrics.router_aux_loss == 0
                 # completions made elsewhere, without generator log-probs: no mismatch metrics
                 metrics = train_step!(trainer, prompts, [c.tokens for c in rollout]; advantages = [1, -1, 0.5, -0.5])
                 @test metrics.step == 2 && metrics.has_mismatch === false && metrics.reward_mean == 0

@@ -380,6 +380,8 @@ pub struct fp8rl_trainer_options {
     pub calibration: fp8rl_calibration_options,
     pub seed: u64,
     pub minibatches: i64,
+    pub router_aux_loss_coef: f64,
+    pub routing_replay: i32,
 }
 
 /// C `struct fp8rl_train_batch`; fill with its init function where it has one.
@@ -398,6 +400,8 @@ pub struct fp8rl_train_batch {
     pub advantages: *const f32,
     pub generation_seconds: f64,
     pub logp_old: *const f32,
+    pub experts: *const i32,
+    pub num_expert_choices: i64,
 }
 
 /// C `struct fp8rl_train_metrics`; fill with its init function where it has one.
@@ -439,6 +443,9 @@ pub struct fp8rl_train_metrics {
     pub bytes_reduced: i64,
     pub bytes_gathered: i64,
     pub communication_seconds: f64,
+    pub routing_choices: i64,
+    pub routing_agreement: f64,
+    pub router_aux_loss: f64,
 }
 
 /// C `struct fp8rl_quantize_options`; fill with its init function where it has one.
@@ -775,6 +782,8 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_trainer_options.calibration", core::mem::offset_of!(fp8rl_trainer_options, calibration), core::mem::size_of::<fp8rl_calibration_options>()),
     ("fp8rl_trainer_options.seed", core::mem::offset_of!(fp8rl_trainer_options, seed), core::mem::size_of::<u64>()),
     ("fp8rl_trainer_options.minibatches", core::mem::offset_of!(fp8rl_trainer_options, minibatches), core::mem::size_of::<i64>()),
+    ("fp8rl_trainer_options.router_aux_loss_coef", core::mem::offset_of!(fp8rl_trainer_options, router_aux_loss_coef), core::mem::size_of::<f64>()),
+    ("fp8rl_trainer_options.routing_replay", core::mem::offset_of!(fp8rl_trainer_options, routing_replay), core::mem::size_of::<i32>()),
     ("fp8rl_train_batch", 0, core::mem::size_of::<fp8rl_train_batch>()),
     ("fp8rl_train_batch.struct_size", core::mem::offset_of!(fp8rl_train_batch, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_train_batch.tokens", core::mem::offset_of!(fp8rl_train_batch, tokens), core::mem::size_of::<*const i32>()),
@@ -788,6 +797,8 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_train_batch.advantages", core::mem::offset_of!(fp8rl_train_batch, advantages), core::mem::size_of::<*const f32>()),
     ("fp8rl_train_batch.generation_seconds", core::mem::offset_of!(fp8rl_train_batch, generation_seconds), core::mem::size_of::<f64>()),
     ("fp8rl_train_batch.logp_old", core::mem::offset_of!(fp8rl_train_batch, logp_old), core::mem::size_of::<*const f32>()),
+    ("fp8rl_train_batch.experts", core::mem::offset_of!(fp8rl_train_batch, experts), core::mem::size_of::<*const i32>()),
+    ("fp8rl_train_batch.num_expert_choices", core::mem::offset_of!(fp8rl_train_batch, num_expert_choices), core::mem::size_of::<i64>()),
     ("fp8rl_train_metrics", 0, core::mem::size_of::<fp8rl_train_metrics>()),
     ("fp8rl_train_metrics.struct_size", core::mem::offset_of!(fp8rl_train_metrics, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_train_metrics.step", core::mem::offset_of!(fp8rl_train_metrics, step), core::mem::size_of::<i64>()),
@@ -824,6 +835,9 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_train_metrics.bytes_reduced", core::mem::offset_of!(fp8rl_train_metrics, bytes_reduced), core::mem::size_of::<i64>()),
     ("fp8rl_train_metrics.bytes_gathered", core::mem::offset_of!(fp8rl_train_metrics, bytes_gathered), core::mem::size_of::<i64>()),
     ("fp8rl_train_metrics.communication_seconds", core::mem::offset_of!(fp8rl_train_metrics, communication_seconds), core::mem::size_of::<f64>()),
+    ("fp8rl_train_metrics.routing_choices", core::mem::offset_of!(fp8rl_train_metrics, routing_choices), core::mem::size_of::<i64>()),
+    ("fp8rl_train_metrics.routing_agreement", core::mem::offset_of!(fp8rl_train_metrics, routing_agreement), core::mem::size_of::<f64>()),
+    ("fp8rl_train_metrics.router_aux_loss", core::mem::offset_of!(fp8rl_train_metrics, router_aux_loss), core::mem::size_of::<f64>()),
     ("fp8rl_quantize_options", 0, core::mem::size_of::<fp8rl_quantize_options>()),
     ("fp8rl_quantize_options.struct_size", core::mem::offset_of!(fp8rl_quantize_options, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_quantize_options.format", core::mem::offset_of!(fp8rl_quantize_options, format), core::mem::size_of::<fp8rl_dtype>()),

@@ -37,6 +37,14 @@ pub struct TrainBatch<'a> {
     pub advantages: Option<&'a [f32]>,
     /// The host's generation time, reported in the time breakdown; default 0.
     pub generation_seconds: f64,
+    /// Mixture-of-Experts policies: the generator's expert choices, the
+    /// [`Rollout::experts`](crate::Rollout::experts) arrays of the sequences
+    /// laid end to end (`[length - 1 positions, sparse layers, k]` per
+    /// sequence; [`Sequences::extend_from_rollout`](crate::Sequences::extend_from_rollout)
+    /// collects them). Needed for routing replay; otherwise optional, and
+    /// when given the metrics report the routing agreement. The library checks
+    /// the length against the sequences; dense policies ignore it.
+    pub experts: Option<&'a [i32]>,
 }
 
 impl<'a> TrainBatch<'a> {
@@ -52,6 +60,7 @@ impl<'a> TrainBatch<'a> {
             rewards: None,
             advantages: None,
             generation_seconds: 0.0,
+            experts: None,
         }
     }
 
@@ -97,6 +106,14 @@ impl<'a> TrainBatch<'a> {
         self
     }
 
+    /// The generator's expert choices of every fed token, sequence after
+    /// sequence (see the field [`experts`](Self::experts)).
+    #[must_use]
+    pub fn experts(mut self, experts: &'a [i32]) -> Self {
+        self.experts = Some(experts);
+        self
+    }
+
     /// The C struct, pointing into the slices; fails if C would read past one.
     pub(crate) fn to_c(self) -> Result<sys::fp8rl_train_batch> {
         const FUNCTION: &str = "Trainer::step";
@@ -136,6 +153,12 @@ impl<'a> TrainBatch<'a> {
         c.rewards = self.rewards.map_or(std::ptr::null(), <[f32]>::as_ptr);
         c.advantages = self.advantages.map_or(std::ptr::null(), <[f32]>::as_ptr);
         c.generation_seconds = self.generation_seconds;
+        // C reads num_expert_choices values, after checking that count
+        // against the sequences and the policy.
+        if let Some(experts) = self.experts {
+            c.experts = experts.as_ptr();
+            c.num_expert_choices = to_i64("experts", experts.len())?;
+        }
         Ok(c)
     }
 }
@@ -221,6 +244,18 @@ c_output! {
         bytes_gathered: i64,
         /// Time in collectives, included in train_seconds (0 with one rank).
         communication_seconds: f64,
+        /// Mixture-of-Experts policies (all three 0 for dense ones): the
+        /// (fed token, sparse layer, slot) choices compared with the batch's
+        /// [`experts`](crate::TrainBatch::experts) (0 when it brought none).
+        routing_choices: i64,
+        /// The share of the training router's choices the generator also made
+        /// for that token and layer: exactly 1 when both ran one recipe.
+        /// Measured on the router's own choice, also under routing replay;
+        /// 0 when `routing_choices` is 0 (nothing was compared).
+        routing_agreement: f64,
+        /// The load-balancing loss (without its coefficient), a fed-token mean:
+        /// num_experts_per_tok for perfectly balanced routing.
+        router_aux_loss: f64,
     }
 }
 

@@ -130,6 +130,23 @@ impl ModelConfig {
         self.count("ModelConfig::active_parameter_count", sys::fp8rl_model_config_active_parameter_count)
     }
 
+    /// The number of sparse (Mixture-of-Experts) layers, by Hugging Face's
+    /// Qwen3MoeDecoderLayer rule: layer i is sparse when the model has experts,
+    /// i is not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0.
+    /// 0 for a dense model (and for a decoder_sparse_step of 0, which the
+    /// library refuses).
+    pub(crate) fn sparse_layer_count(&self) -> usize {
+        if self.num_experts == 0 || self.decoder_sparse_step <= 0 {
+            return 0;
+        }
+        (0..self.num_layers.max(0))
+            .filter(|&layer| {
+                !self.mlp_only_layers.iter().any(|&dense| i64::from(dense) == layer)
+                    && (layer + 1) % self.decoder_sparse_step == 0
+            })
+            .count()
+    }
+
     fn count(
         &self,
         function: &str,

@@ -167,6 +167,8 @@ impl Rollout {
     /// The expert choices of completion `index`, recorded with
     /// [`SamplingOptions::record_experts`](crate::SamplingOptions::record_experts)
     /// on a Mixture-of-Experts policy (`fp8rl_rollout_get_experts`).
+    /// [`Sequences::extend_from_rollout`](crate::Sequences::extend_from_rollout)
+    /// collects them for a training batch.
     pub fn experts(&self, index: usize) -> Result<ExpertChoices<'_>> {
         let mut choices: *const i32 = std::ptr::null();
         let (mut positions, mut layers, mut top_k) = (0i64, 0i64, 0i64);

@@ -7,7 +7,7 @@ use fp8rl_sys as sys;
 
 use crate::args::{completion_tokens, path_to_c, per_sequence, sequence_count, to_i64};
 use crate::batch::{IterationMetrics, TrainBatch, TrainMetrics};
-use crate::error::{check, Result};
+use crate::error::{check, Error, Result};
 use crate::policy::Policy;
 use crate::report::MemoryReport;
 use crate::trainer_options::TrainerOptions;
@@ -54,6 +54,8 @@ pub struct Trainer<'p> {
     raw: NonNull<sys::fp8rl_trainer>,
     policy: &'p Policy<'p>,
     minibatches: usize,
+    // Routing replay on a policy with sparse layers: batches must bring experts.
+    needs_experts: bool,
 }
 
 // SAFETY: the header documents every trainer function except
@@ -71,11 +73,25 @@ impl<'p> Trainer<'p> {
     pub fn new(policy: &'p Policy<'p>, options: &TrainerOptions) -> Result<Self> {
         let options = options.c_fields();
         let minibatches = usize::try_from(options.minibatches).unwrap_or(0);
+        let needs_experts = options.routing_replay != 0 && policy.config()?.sparse_layer_count() > 0;
         let mut raw = std::ptr::null_mut();
         // SAFETY: a valid policy, options and out-pointer.
         check(unsafe { sys::fp8rl_trainer_create(policy.as_ptr(), &options, &mut raw) })?;
         let raw = NonNull::new(raw).expect("fp8rl_trainer_create succeeded without a trainer");
-        Ok(Self { raw, policy, minibatches })
+        Ok(Self { raw, policy, minibatches, needs_experts })
+    }
+
+    /// Routing replay needs the generator's experts: refused here with a
+    /// message that says where they come from (the library refuses too).
+    fn check_experts(&self, function: &str, batch: &TrainBatch<'_>) -> Result<()> {
+        if self.needs_experts && batch.experts.is_none() {
+            return Err(Error::invalid_argument(format!(
+                "{function}: routing_replay trains with the generator's expert choices, but the batch has none: \
+                 generate with SamplingOptions::record_experts(true) and build the batch with \
+                 Sequences::extend_from_rollout (or TrainBatch::experts), or turn routing_replay off"
+            )));
+        }
+        Ok(())
     }
 
     /// The policy being trained.
@@ -91,7 +107,14 @@ impl<'p> Trainer<'p> {
     /// rewards, advantages or log-probs with
     /// [`Status::NonFinite`](crate::Status::NonFinite); nothing changes then.
     /// A non-finite gradient is not an error: the metrics say `skipped`.
+    ///
+    /// Mixture-of-Experts policies: a batch with the generator's
+    /// [`experts`](TrainBatch::experts) (which [`Sequences::batch`](crate::Sequences::batch)
+    /// passes when the rollout recorded them) gets the routing metrics; with
+    /// `routing_replay` a batch without them fails with
+    /// [`Status::InvalidArgument`](crate::Status::InvalidArgument) before C.
     pub fn step(&mut self, batch: &TrainBatch<'_>) -> Result<TrainMetrics> {
+        self.check_experts("Trainer::step", batch)?;
         let batch = batch.to_c()?;
         let mut metrics = TrainMetrics::empty_c();
         // SAFETY: the batch points into slices it checked; metrics has struct_size set.
@@ -107,6 +130,7 @@ impl<'p> Trainer<'p> {
     /// [`Status::InvalidArgument`](crate::Status::InvalidArgument) for fewer
     /// sequences than mini-batches; every input is checked before the first update.
     pub fn iterate(&mut self, batch: &TrainBatch<'_>) -> Result<IterationMetrics> {
+        self.check_experts("Trainer::iterate", batch)?;
         let batch = batch.to_c()?;
         let mut total = TrainMetrics::empty_c();
         let mut steps = vec![TrainMetrics::empty_c(); self.minibatches];

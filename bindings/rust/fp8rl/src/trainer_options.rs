@@ -85,5 +85,20 @@ c_options! {
         calibration: CalibrationOptions,
         /// Seed of [`Trainer::next_seeds`](crate::Trainer::next_seeds); default 0.
         seed: u64,
+        /// Mixture-of-Experts policies: the weight (finite, >= 0) of Hugging
+        /// Face's Qwen3-MoE load-balancing loss in the loss, per micro-batch
+        /// over its fed tokens and sparse layers. Default 0 (as NeMo RL and
+        /// slime train RL: it perturbs the log-probs); the model config's
+        /// `router_aux_loss_coef` is not used. The metrics report the loss
+        /// itself ([`TrainMetrics::router_aux_loss`](crate::TrainMetrics::router_aux_loss))
+        /// whatever its weight.
+        router_aux_loss_coef: f64,
+        /// Mixture-of-Experts policies: the training forward routes each token
+        /// to the experts the generator chose (the batch's
+        /// [`experts`](crate::TrainBatch::experts), then required) instead of
+        /// its router's choice, with gate weights from its own router (routing
+        /// replay, for generation and training in different recipes). Default
+        /// false.
+        routing_replay: bool,
     }
 }
