@@ -160,7 +160,7 @@ TEST_CASE("FP8 generation, BF16 training: routing_agreement is measured, and rep
   }
 }
 
-TEST_CASE("MoE: experts no token chose get no gradient; a uniform router's load-balancing loss is k") {
+TEST_CASE("MoE: experts no token chose get no gradient, and a uniform router's load-balancing loss is k") {
   const model::ModelConfig config = tiny_qwen3_moe();  // 6 experts, top 2, norm_topk_prob
   Context context(cpu_request(2), Logger());
   // A zero router ties every token onto experts 0 and 1 (lowest index wins).
