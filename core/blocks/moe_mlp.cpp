@@ -68,6 +68,22 @@ void ensure_backward_scratch(Backend& backend, const model::ModelConfig& config,
   s.capacity = tokens;
 }
 
+// out [tokens, hidden] = each token's k rows of `rows` [tokens * k, hidden]
+// (state.slots), weighted and summed in slot order.
+void combine_slots(Backend& backend, const MoeState& state, const model::ModelConfig& config, const float* rows,
+                   const float* weights, float* out) {
+  MoeCombineArgs combine;
+  combine.expert_out = rows;
+  combine.slot_rows = state.slots.data();
+  combine.weights = weights;
+  combine.tokens = state.tokens;
+  combine.hidden = config.hidden_size;
+  combine.top_k = config.moe.num_experts_per_tok;
+  combine.expert_rows = state.tokens * combine.top_k;
+  combine.out = out;
+  backend.moe_combine(combine);
+}
+
 // One expert's backward over its rows [first, first + rows) of the grouped buffers.
 void expert_backward(train::LayerPass& p, const MoeState& state, const train::ExpertGradPointers& grads,
                      const policy::CompiledExpert& expert, const policy::CompiledExpert& transposed, int64_t first,
@@ -149,16 +165,7 @@ void moe_mlp_forward(Backend& backend, const LinearForward& linear, const policy
     linear(expert.linear(ExpertLinear::down), act, rows, state.expert_out.data() + first * hidden);
   }
 
-  MoeCombineArgs combine;
-  combine.expert_out = state.expert_out.data();
-  combine.slot_rows = state.slots.data();
-  combine.weights = state.weights.data();
-  combine.tokens = tokens;
-  combine.hidden = hidden;
-  combine.top_k = k;
-  combine.expert_rows = static_cast<int64_t>(slots);
-  combine.out = out;
-  backend.moe_combine(combine);
+  combine_slots(backend, state, config, state.expert_out.data(), state.weights.data(), out);
 }
 
 void moe_mlp_backward(train::LayerPass& p, const float* normed, const MoeState& state,
@@ -191,17 +198,8 @@ void moe_mlp_backward(train::LayerPass& p, const float* normed, const MoeState& 
                     p.transposed.experts[as_size(e)], state.first_row(e), state.rows(e));
   }
 
-  // dh = the k slots' input gradients summed in slot order: moe_combine with unit weights.
-  MoeCombineArgs gather;
-  gather.expert_out = s.dexpert_in.data();
-  gather.slot_rows = state.slots.data();
-  gather.weights = s.ones.data();
-  gather.tokens = tokens;
-  gather.hidden = hidden;
-  gather.top_k = k;
-  gather.expert_rows = tokens * k;
-  gather.out = dnormed;
-  p.backend.moe_combine(gather);
+  // dh = the k slots' input gradients summed in slot order: the combine with unit weights.
+  combine_slots(p.backend, state, p.config, s.dexpert_in.data(), s.ones.data(), dnormed);
 
   MoeRouteBackwardArgs route;
   route.x = normed;

@@ -111,15 +111,7 @@ struct MoeWorld {
   MoeWorld& operator=(const MoeWorld&) = delete;
 
   fp8rl_train_batch batch() const {
-    fp8rl_train_batch b;
-    REQUIRE(fp8rl_train_batch_init(&b) == FP8RL_OK);
-    b.tokens = tokens.data();
-    b.offsets = offsets.data();
-    b.num_sequences = 4;
-    b.prompt_lengths = prompt_lengths.data();
-    b.num_completion_tokens = 8;
-    b.logp_gen = logp_gen.data();
-    b.rewards = rewards.data();
+    fp8rl_train_batch b = World::four_sequence_batch(tokens, offsets, prompt_lengths, logp_gen, rewards);
     b.experts = experts.data();
     b.num_expert_choices = static_cast<int64_t>(experts.size());
     return b;

@@ -254,7 +254,12 @@ struct World {
     options.stop_at_eos = 0;
     return options;
   }
-  fp8rl_train_batch batch() const {
+  fp8rl_train_batch batch() const { return four_sequence_batch(tokens, offsets, prompt_lengths, logp_gen, rewards); }
+
+  // Four sequences with 8 completion tokens in all, views of the arrays.
+  static fp8rl_train_batch four_sequence_batch(const std::vector<int32_t>& tokens, const std::vector<int64_t>& offsets,
+                                               const std::vector<int64_t>& prompt_lengths,
+                                               const std::vector<float>& logp_gen, const std::vector<float>& rewards) {
     fp8rl_train_batch b;
     REQUIRE(fp8rl_train_batch_init(&b) == FP8RL_OK);
     b.tokens = tokens.data();

@@ -21,16 +21,6 @@
 namespace fp8rl::test {
 namespace {
 
-train::TrainerOptions moe_options() {
-  train::TrainerOptions options;
-  options.schedule.base_lr = 1e-3;
-  options.loss.importance.mode = train::ImportanceMode::truncated;
-  options.advantages.group_size = 2;
-  options.advantages.normalize_by_std = true;
-  options.micro_batch_tokens = 40;  // several micro-batches per step
-  return options;
-}
-
 rollout::SamplingOptions recording(int32_t max_new_tokens = 10) {
   rollout::SamplingOptions sampling = test_sampling(max_new_tokens);
   sampling.record_experts = true;
@@ -84,7 +74,7 @@ TEST_CASE("MoE training routes every token as generation did, bit for bit, under
       const RolloutBatch batch =
           generate_batch(policy, paired_prompts(named.config, {5, 9, 3}), seeds_from(3, 6), recording());
       REQUIRE(static_cast<int64_t>(batch.experts.size()) == expected_choices(batch, named.config));
-      train::Trainer trainer(policy, moe_options());
+      train::Trainer trainer(policy, test_options());
       CHECK(same_floats(trainer.gradients(batch.view()).logp, batch.logp_gen));
       const train::StepMetrics m = trainer.step(batch.view());
       CHECK(m.routing_choices == expected_choices(batch, named.config));
@@ -114,7 +104,7 @@ TEST_CASE("FP8 generation, BF16 training: routing_agreement is measured, and rep
   const FlatSequences prompts = paired_prompts(config, {7, 11, 4, 9});
   const RolloutBatch fp8_batch = generate_batch(generator, prompts, seeds_from(5, 8), recording(14));
 
-  train::TrainerOptions options = moe_options();
+  train::TrainerOptions options = test_options();
   train::Trainer plain(learner, options);
   const train::StepMetrics measured = plain.step(fp8_batch.view());
   CHECK(measured.routing_choices == expected_choices(fp8_batch, config));
@@ -170,7 +160,7 @@ TEST_CASE("MoE: experts no token chose get no gradient, and a uniform router's l
     policy::Policy policy(context, params, recipe.recipe);
     policy.set_attention_scales(test_scales(config.num_layers));
     const RolloutBatch batch = generate_batch(policy, paired_prompts(config, {5, 8}), seeds_from(1, 4), recording());
-    train::Trainer trainer(policy, moe_options());
+    train::Trainer trainer(policy, test_options());
     const train::BatchGradients g = trainer.gradients(batch.view());
     for (size_t layer = 0; layer < params.layers.size(); ++layer) {
       if (!model::is_sparse_layer(config, static_cast<int64_t>(layer))) continue;
@@ -184,12 +174,12 @@ TEST_CASE("MoE: experts no token chose get no gradient, and a uniform router's l
     // aux = E * sum_e (c_e / N) (1 / E) = k, and with a coefficient the loss grows by coef * k.
     const train::StepMetrics m = trainer.step(batch.view());
     CHECK(m.router_aux_loss == doctest::Approx(2.0).epsilon(1e-6));  // p = fl(1/6), not 1/6
-    train::TrainerOptions weighted = moe_options();
+    train::TrainerOptions weighted = test_options();
     weighted.router_aux_loss_coef = 0.25;
     policy::Policy fresh(context, params, recipe.recipe);
     fresh.set_attention_scales(test_scales(config.num_layers));
     train::Trainer with_aux(fresh, weighted);
-    train::Trainer without_aux(fresh, moe_options());
+    train::Trainer without_aux(fresh, test_options());
     const double plain_loss = without_aux.gradients(batch.view()).loss.loss;
     CHECK(with_aux.gradients(batch.view()).loss.loss == doctest::Approx(plain_loss + 0.25 * 2.0).epsilon(1e-6));
   }
@@ -203,7 +193,7 @@ TEST_CASE("GRPO on an MoE policy learns, in FP8 end to end") {
   fp8.kv_cache = policy::Precision::fp8;
   policy::Policy policy(context, tiny_params(config), fp8);
   policy.set_attention_scales(test_scales(config.num_layers));
-  train::TrainerOptions options = moe_options();
+  train::TrainerOptions options = test_options();
   options.schedule.base_lr = 3e-3;
   options.micro_batch_tokens = 2048;
   train::Trainer trainer(policy, options);

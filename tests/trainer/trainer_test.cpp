@@ -16,19 +16,6 @@
 #include "trainer/trainer_test_support.h"
 
 namespace fp8rl::test {
-namespace {
-
-train::TrainerOptions test_options() {
-  train::TrainerOptions options;
-  options.schedule.base_lr = 1e-3;
-  options.loss.importance.mode = train::ImportanceMode::truncated;
-  options.advantages.group_size = 2;
-  options.advantages.normalize_by_std = true;
-  options.micro_batch_tokens = 40;  // several micro-batches per step
-  return options;
-}
-
-}  // namespace
 
 TEST_CASE("recomputed log-probs equal the generator's when the recipes are equal") {
   for (const NamedConfig& named : tiny_configs()) {

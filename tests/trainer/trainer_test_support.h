@@ -30,6 +30,18 @@ struct RolloutBatch {
   int64_t completion_tokens() const { return static_cast<int64_t>(logp_gen.size()); }
 };
 
+// Small steps, truncated importance weights, GRPO groups of two, several
+// micro-batches per step.
+inline train::TrainerOptions test_options() {
+  train::TrainerOptions options;
+  options.schedule.base_lr = 1e-3;
+  options.loss.importance.mode = train::ImportanceMode::truncated;
+  options.advantages.group_size = 2;
+  options.advantages.normalize_by_std = true;
+  options.micro_batch_tokens = 40;
+  return options;
+}
+
 inline rollout::SamplingOptions test_sampling(int32_t max_new_tokens = 12) {
   rollout::SamplingOptions sampling;
   sampling.max_new_tokens = max_new_tokens;
