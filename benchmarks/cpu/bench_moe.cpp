@@ -6,9 +6,11 @@
 //     token vocabulary, forward tokens/s over one sequence of 1, 32 and 2048
 //     tokens, BF16 and FP8 linears. Baseline: the same layer with a dense
 //     SwiGLU MLP of width 8 x 768 = 6144, the same active FLOPs.
-//  2. The same layers' training forward and backward (Trainer::gradients,
-//     cross-entropy over every fed token), tokens/s: MoE against dense, and
-//     FP8 against BF16.
+//  2. The same layers' training forward and backward (one TrainingPass,
+//     every fed token's log-prob back-propagated into a gradient arena that
+//     is not zeroed or read between runs: the pass itself, without the
+//     optimizer, whose cost grows with all experts' weights, not the active
+//     ones), tokens/s: MoE against dense, and FP8 against BF16.
 //  3. Decode tokens/s of a small MoE policy (16 experts of width 256, top-2)
 //     against a dense policy of equal active parameters (width 512).
 //
@@ -30,7 +32,9 @@
 #include "core/model/model_params.h"
 #include "core/policy/policy.h"
 #include "core/rollout/rollout.h"
-#include "core/train/trainer.h"
+#include "core/train/param_arena.h"
+#include "core/train/training_pass.h"
+#include "core/train/transposed_model.h"
 
 namespace {
 
@@ -133,23 +137,20 @@ double forward_rate(policy::Policy& policy, int64_t tokens, int repeats) {
 
 // Training forward + backward tokens/s: one sequence of tokens + 1 ids whose
 // first is the prompt, so that every fed token's log-prob is in the loss.
-double training_rate(policy::Policy& policy, int64_t tokens, int repeats) {
+double training_rate(policy::Policy& policy, train::ParamArena& grads, int64_t tokens, int repeats) {
   const std::vector<int32_t> sequence = tokens_of(tokens + 1, policy.config().vocab_size);
   const int64_t offsets[] = {0, tokens + 1};
-  const int64_t prompt[] = {1};
-  train::TrainerOptions options;
-  options.loss.kind = train::LossKind::cross_entropy;
-  options.micro_batch_tokens = tokens;
-  train::Trainer trainer(policy, options);
-  train::TrainBatch batch;
-  batch.sequences = {sequence.data(), offsets, 1};
-  batch.prompt_lengths = prompt;
+  const rollout::TokenSequences view{sequence.data(), offsets, 1};
+  const train::TransposedModel transposed(policy.context().backend(), policy.compiled());
+  train::TrainingPass pass(policy);
+  const std::vector<float> grad_logp(static_cast<size_t>(tokens), -1.0f / static_cast<float>(tokens));
+  std::vector<float> entropy(static_cast<size_t>(tokens));
   std::vector<double> times;
   for (int r = 0; r <= repeats; ++r) {
     const Clock::time_point start = Clock::now();
-    const train::BatchGradients gradients = trainer.gradients(batch);
+    pass.forward(view, {1}, 0, 1, 1.0f);
+    pass.backward(grad_logp.data(), transposed, grads, entropy.data());
     if (r > 0) times.push_back(seconds_since(start));
-    if (gradients.grads.empty()) std::abort();
   }
   return static_cast<double>(tokens) / median(times);
 }
@@ -201,9 +202,12 @@ void print_training_table(Context& context, const Options& options) {
   for (const bool fp8 : {false, true}) {
     policy::Policy moe(context, model::random_model_params(qwen3_30b_a3b_layer(false), 1), recipe_of(fp8));
     policy::Policy dense(context, model::random_model_params(qwen3_30b_a3b_layer(true), 1), recipe_of(fp8));
+    train::ParamArena moe_grads(context.backend(), moe.host_tensors());
+    train::ParamArena dense_grads(context.backend(), dense.host_tensors());
     size_t row = 0;
     for (const int64_t tokens : {int64_t{1}, int64_t{32}, int64_t{2048}}) {
-      const double a = training_rate(moe, tokens, options.repeats), b = training_rate(dense, tokens, options.repeats);
+      const double a = training_rate(moe, moe_grads, tokens, options.repeats);
+      const double b = training_rate(dense, dense_grads, tokens, options.repeats);
       if (!fp8) bf16_moe.push_back(a);
       std::printf("%-7s %7lld %12.1f %12.1f %10.3f %10.3f\n", fp8 ? "fp8" : "bf16", static_cast<long long>(tokens), a,
                   b, a / b, a / bf16_moe[row++]);
