@@ -51,9 +51,9 @@ class ChildProcess {
   // Sends `request` (which should end in '\n') and waits for one line.
   Reply exchange(const std::string& request, Clock::time_point deadline, size_t max_line);
 
-  // True when the child has written stdout bytes beyond the last line taken:
-  // output that answers no request. Reads what is already there, without waiting.
-  bool has_unrequested_output();
+  // The stdout bytes the child wrote beyond the last line taken: output that
+  // answers no request ("" when none). Reads what is there, without waiting.
+  std::string unrequested_output();
 
   // Ends the child now (SIGKILL to its group) and reaps it. Returns how it
   // ended: "exited with status 3", "was killed by signal 11 (Segmentation
@@ -74,7 +74,7 @@ class ChildProcess {
   // stdout and stderr have. Returns false when stdin turned out to be closed.
   bool pump(const std::string& request, size_t& sent, Clock::duration timeout);
   void read_stdout();
-  void read_stderr();
+  bool read_stderr();  // true when it read something
   // Waits up to `grace` for the child to exit without reaping it (WNOWAIT), so
   // its pid, and so its process group id, cannot be reused before the group is killed.
   void wait_for_exit(Clock::duration grace);

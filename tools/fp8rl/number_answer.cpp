@@ -33,9 +33,12 @@ size_t scan_integer(const std::string& s, size_t i) {
   return i;
 }
 
-// A number starting exactly at `start`; `end` receives one past it. A sign
-// counts only where it cannot be a binary minus ("3-2" is 3 then 2).
+// A number starting exactly at `start`: `end` receives one past its text (or
+// `start` when there is none), and the value is nullopt when the text
+// overflows a double. A sign counts only where it cannot be a binary minus
+// ("3-2" is 3 then 2).
 std::optional<double> scan_number(const std::string& s, size_t start, size_t& end) {
+  end = start;
   size_t i = start;
   if ((s[i] == '-' || s[i] == '+') && (i == 0 || !is_alnum(s, i - 1))) ++i;
   const size_t integer_start = i;
@@ -58,14 +61,15 @@ std::optional<double> scan_number(const std::string& s, size_t start, size_t& en
   return value;
 }
 
-// Every number in `s`, left to right: the first (`last` false) or the last.
+// The first (`last` false) or the last number in `s`. An overflowing number
+// still counts as one, so "1e999" gives none rather than 999.
 std::optional<double> find_number(const std::string& s, bool last) {
   std::optional<double> found;
   for (size_t i = 0; i < s.size();) {
-    const bool may_start = i == 0 || !is_digit(s, i - 1);  // not inside a longer number
     size_t end = i;
+    const bool may_start = i == 0 || !is_digit(s, i - 1);  // not inside a longer number
     const auto value = may_start ? scan_number(s, i, end) : std::nullopt;
-    if (!value) {
+    if (end == i) {
       ++i;
       continue;
     }

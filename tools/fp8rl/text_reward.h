@@ -6,7 +6,10 @@
 //                  (see number_answer.h for how a number is found), else 0
 //   regex:PATTERN  1 when PATTERN matches anywhere in the completion
 //                  (std::regex, ECMAScript grammar; anchor with ^ and $)
-//   cmd:PROGRAM    whatever an external program says (see reward_process.h)
+//   cmd:PROGRAM    whatever an external program says: it gets one JSON line
+//                  {"prompt": ..., "completion": ..., "answer": ...} per
+//                  completion on stdin and answers {"reward": number} on
+//                  stdout (see reward_command.cpp)
 //
 // Unlike reward.h's token-level exact match, these see decoded text.
 #ifndef FP8RL_TOOLS_TEXT_REWARD_H
