@@ -1,14 +1,14 @@
 // The JSON reader behind JSONL datasets and reward-program replies.
+#include "tools/fp8rl/json_value.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
 
-#include "tools/fp8rl/json_value.h"
-
+using fp8rl_cli::json_string_utf8;
 using fp8rl_cli::JsonSyntaxError;
 using fp8rl_cli::JsonValue;
-using fp8rl_cli::json_string_utf8;
 using fp8rl_cli::parse_json;
 
 namespace {
@@ -43,9 +43,9 @@ TEST_CASE("json_value: nested values, numbers and literals") {
 
 TEST_CASE("json_value: string escapes, \\u sequences and surrogate pairs") {
   CHECK(string_of(R"("a\"b\\c\/d\b\f\n\r\t")") == "a\"b\\c/d\b\f\n\r\t");
-  CHECK(string_of(R"("\u00e9")") == "\xC3\xA9");                 // é
-  CHECK(string_of(R"("\u20AC")") == "\xE2\x82\xAC");             // €
-  CHECK(string_of(R"("\ud83d\ude00")") == "\xF0\x9F\x98\x80");   // 😀, a surrogate pair
+  CHECK(string_of(R"("\u00e9")") == "\xC3\xA9");                // é
+  CHECK(string_of(R"("\u20AC")") == "\xE2\x82\xAC");            // €
+  CHECK(string_of(R"("\ud83d\ude00")") == "\xF0\x9F\x98\x80");  // 😀, a surrogate pair
   CHECK(string_of("\"\xF0\x9F\x98\x80 raw\"") == "\xF0\x9F\x98\x80 raw");
   CHECK(string_of(R"("\u0000")") == std::string(1, '\0'));
 }

@@ -67,8 +67,8 @@ int live_processes_with(const std::string& token) {
 }
 
 size_t open_descriptors() {
-  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
-                                           std::filesystem::directory_iterator()));
+  return static_cast<size_t>(
+      std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator()));
 }
 
 struct Failure {
@@ -125,9 +125,9 @@ TEST_CASE("reward cmd: text reaches the program intact, broken UTF-8 repaired") 
   NothingLeftBehind check;
   auto reward = make_reward("cmd:" + program("length"));
   CHECK(reward->score("p", "h\xC3\xA9llo \xF0\x9F\x98\x80", "", 0) == 7);  // code points, as Python counts them
-  CHECK(reward->score("p", "a\nb\"c\\", "", 1) == 6);                    // escapes keep it one line
-  CHECK(reward->score("p", "ab\xF0\x9F", "", 2) == 4);                   // a cut character: two U+FFFD
-  CHECK(reward->score("p", std::string(300000, 'x'), "", 3) == 300000);   // larger than a pipe's buffer
+  CHECK(reward->score("p", "a\nb\"c\\", "", 1) == 6);                      // escapes keep it one line
+  CHECK(reward->score("p", "ab\xF0\x9F", "", 2) == 4);                     // a cut character: two U+FFFD
+  CHECK(reward->score("p", std::string(300000, 'x'), "", 3) == 300000);    // larger than a pipe's buffer
 }
 
 TEST_CASE("reward cmd: a program that exits mid-run") {
@@ -165,8 +165,10 @@ TEST_CASE("reward cmd: replies that are not a reward") {
   NothingLeftBehind check;
   CHECK(contains(run_until_failure("garbage").message,
                  "row 0: the reply is not JSON (unexpected character 't' at column 1): `this is not json`"));
-  CHECK(contains(run_until_failure("no_reward").message, "row 0: the reply has no numeric \"reward\": `{\"score\": 1}`"));
-  CHECK(contains(run_until_failure("text_reward").message, "the reply has no numeric \"reward\": `{\"reward\": \"1\"}`"));
+  CHECK(
+      contains(run_until_failure("no_reward").message, "row 0: the reply has no numeric \"reward\": `{\"score\": 1}`"));
+  CHECK(
+      contains(run_until_failure("text_reward").message, "the reply has no numeric \"reward\": `{\"reward\": \"1\"}`"));
   CHECK(contains(run_until_failure("infinite").message, "row 0: the reward is not finite: `{\"reward\": 1e999}`"));
 }
 
@@ -178,6 +180,18 @@ TEST_CASE("reward cmd: a program that closes stdout but keeps running") {
   INFO(failure.message);
   CHECK(contains(failure.message, "row 0: the program closed its stdout without a reply; it was killed by signal 9"));
   CHECK(failure.seconds < 2.0);
+}
+
+TEST_CASE("reward cmd: a program that closes its stdin costs an error, not a SIGPIPE") {
+  NothingLeftBehind check;
+  auto reward = make_reward("cmd:exec 0<&-; exec sleep 30");
+  // Larger than the socket's buffer, so the write must meet the closed end.
+  const auto start = Clock::now();
+  CHECK_THROWS_WITH_AS(
+      reward->score("p", std::string(8 << 20, 'x'), "", 4),
+      doctest::Contains("row 4: the program closed its stdin before taking the request; it was killed by signal 9"),
+      LibraryError);
+  CHECK(std::chrono::duration<double>(Clock::now() - start).count() < 2.0);
 }
 
 TEST_CASE("reward cmd: a program that writes a huge line") {
@@ -195,9 +209,9 @@ TEST_CASE("reward cmd: a program that answers twice") {
   auto reward = make_reward("cmd:" + program("two_lines"));
   CHECK(reward->score("p", "42", "42", 0) == 1.0);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let the second line arrive
-  CHECK_THROWS_WITH_AS(reward->score("p", "42", "42", 1),
-                       doctest::Contains("row 1: the program printed output that answers no request: `{\"reward\": 1.0}"),
-                       LibraryError);
+  CHECK_THROWS_WITH_AS(
+      reward->score("p", "42", "42", 1),
+      doctest::Contains("row 1: the program printed output that answers no request: `{\"reward\": 1.0}"), LibraryError);
   // The failure is final: later rows say so instead of restarting quietly.
   CHECK_THROWS_WITH_AS(reward->score("p", "42", "42", 2),
                        doctest::Contains("row 2: the program is not running: it failed at row 1"), LibraryError);

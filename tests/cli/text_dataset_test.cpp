@@ -1,7 +1,8 @@
 // JSONL datasets and prompt templates: rows, field names, and the errors a
 // user sees for a bad file or template.
-#include <doctest/doctest.h>
+#include "tools/fp8rl/text_dataset.h"
 
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,14 +11,13 @@
 #include <string>
 
 #include "tools/fp8rl/cli_error.h"
-#include "tools/fp8rl/text_dataset.h"
 
 using fp8rl_cli::LibraryError;
+using fp8rl_cli::parse_text_dataset;
 using fp8rl_cli::PromptTemplate;
+using fp8rl_cli::read_text_dataset;
 using fp8rl_cli::TextDatasetOptions;
 using fp8rl_cli::UsageError;
-using fp8rl_cli::parse_text_dataset;
-using fp8rl_cli::read_text_dataset;
 
 namespace {
 
@@ -117,6 +117,7 @@ TEST_CASE("text_dataset: reading a file") {
     CHECK(std::string(error.what()) == path + ":2: no field \"answer\"");
   }
   std::remove(path.c_str());
+  CHECK_THROWS_WITH_AS(read_text_dataset("/"), "cannot read dataset /: it is a directory", LibraryError);
   CHECK_THROWS_WITH_AS(read_text_dataset("no/such/file.jsonl"),
                        "cannot open dataset no/such/file.jsonl: No such file or directory", LibraryError);
 }

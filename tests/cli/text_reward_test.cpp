@@ -1,17 +1,18 @@
 // The built-in text rewards (exact, number, regex), the number extraction
 // behind `number`, and the --reward KIND factory.
+#include "tools/fp8rl/text_reward.h"
+
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "tools/fp8rl/cli_error.h"
 #include "tools/fp8rl/number_answer.h"
-#include "tools/fp8rl/text_reward.h"
 
-using fp8rl_cli::LibraryError;
-using fp8rl_cli::UsageError;
 using fp8rl_cli::extract_number;
+using fp8rl_cli::LibraryError;
 using fp8rl_cli::make_reward;
+using fp8rl_cli::UsageError;
 
 namespace {
 
@@ -32,10 +33,10 @@ std::string usage_error(const std::string& kind) {
 
 TEST_CASE("number_answer: the marker conventions, strongest first") {
   CHECK(extract_number("so 5 + 7 = 12\n#### 1,234") == 1234);
-  CHECK(extract_number("#### 3 #### $-42.") == -42);               // the last ####
+  CHECK(extract_number("#### 3 #### $-42.") == -42);                 // the last ####
   CHECK(extract_number("2 apples #### none").has_value() == false);  // a marker without a number: no fallback
   CHECK(extract_number("we get 7 so \\boxed{12}") == 12);
-  CHECK(extract_number("\\boxed{1} then \\boxed{ -2.5 }") == -2.5);  // the last box
+  CHECK(extract_number("\\boxed{1} then \\boxed{ -2.5 }") == -2.5);     // the last box
   CHECK(extract_number("\\boxed{\\frac{1}{2}}").has_value() == false);  // not a number as a whole
   CHECK(extract_number("\\boxed{{3}}").has_value() == false);
   CHECK(extract_number("2 and \\boxed{3").has_value() == false);  // never closed: truncated output
@@ -48,12 +49,12 @@ TEST_CASE("number_answer: the last number in plain text") {
   CHECK(extract_number("no number here").has_value() == false);
   CHECK(extract_number("").has_value() == false);
   CHECK(extract_number("costs $1,234,567 in total") == 1234567);
-  CHECK(extract_number("pairs 1,23") == 23);          // not a thousands group
-  CHECK(extract_number("1234,567") == 567);           // a first group of four is no thousands number
+  CHECK(extract_number("pairs 1,23") == 23);  // not a thousands group
+  CHECK(extract_number("1234,567") == 567);   // a first group of four is no thousands number
   CHECK(extract_number("about 1.5e3 units") == 1500);
-  CHECK(extract_number("2eggs") == 2);                // an 'e' without digits is no exponent
+  CHECK(extract_number("2eggs") == 2);  // an 'e' without digits is no exponent
   CHECK(extract_number("x = +.5") == 0.5);
-  CHECK(extract_number("5-3") == 3);                  // a minus between digits is an operator
+  CHECK(extract_number("5-3") == 3);  // a minus between digits is an operator
   CHECK(extract_number("(-7)") == -7);
   CHECK(extract_number("1e999").has_value() == false);  // not finite
 }

@@ -21,9 +21,7 @@ namespace fp8rl_cli {
 
 namespace {
 
-[[noreturn]] void system_error(const std::string& what) {
-  throw LibraryError(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void system_error(const std::string& what) { throw LibraryError(what + ": " + std::strerror(errno)); }
 
 // Descriptors 0-2 must not hold our ends: if the program runs with one of
 // them closed, a new descriptor could land there and dup2 onto itself, which
@@ -147,8 +145,7 @@ ChildProcess::~ChildProcess() {
   }
 }
 
-ChildProcess::Reply ChildProcess::exchange(const std::string& request, Clock::time_point deadline,
-                                           size_t max_line) {
+ChildProcess::Reply ChildProcess::exchange(const std::string& request, Clock::time_point deadline, size_t max_line) {
   size_t sent = 0;
   for (;;) {
     const size_t newline = stdout_buffer_.find('\n');
@@ -220,8 +217,8 @@ bool ChildProcess::read_stderr() {
 }
 
 std::string ChildProcess::stderr_tail() const {
-  std::string tail = stderr_tail_.size() > kStderrTail ? stderr_tail_.substr(stderr_tail_.size() - kStderrTail)
-                                                       : stderr_tail_;
+  std::string tail =
+      stderr_tail_.size() > kStderrTail ? stderr_tail_.substr(stderr_tail_.size() - kStderrTail) : stderr_tail_;
   const size_t end = tail.find_last_not_of(" \t\r\n");
   return end == std::string::npos ? "" : tail.substr(0, end + 1);
 }

@@ -173,10 +173,14 @@ class Parser {
       if (pos_ >= text_.size()) fail("truncated \\u escape");
       const char c = text_[pos_];
       uint32_t digit = 0;
-      if (is_digit(c)) digit = static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') digit = static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') digit = static_cast<uint32_t>(c - 'A' + 10);
-      else fail("bad hex digit in a \\u escape");
+      if (is_digit(c))
+        digit = static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        digit = static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        digit = static_cast<uint32_t>(c - 'A' + 10);
+      else
+        fail("bad hex digit in a \\u escape");
       value = value * 16 + digit;
     }
     return value;

@@ -44,8 +44,10 @@ std::optional<double> scan_number(const std::string& s, size_t start, size_t& en
   const size_t integer_start = i;
   i = scan_integer(s, i);
   const bool has_integer = i > integer_start;
-  if (i < s.size() && s[i] == '.' && is_digit(s, i + 1)) i = skip_digits(s, i + 1);
-  else if (!has_integer) return std::nullopt;
+  if (i < s.size() && s[i] == '.' && is_digit(s, i + 1))
+    i = skip_digits(s, i + 1);
+  else if (!has_integer)
+    return std::nullopt;
   if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
     size_t j = i + 1;
     if (j < s.size() && (s[j] == '-' || s[j] == '+')) ++j;

@@ -50,9 +50,8 @@ class CommandReward : public Reward {
     if (!unrequested.empty()) {
       fail(row, "the program printed output that answers no request: `" + excerpt(unrequested) + "`", kKilled);
     }
-    const auto deadline =
-        ChildProcess::Clock::now() + std::chrono::duration_cast<ChildProcess::Clock::duration>(
-                                         std::chrono::duration<double>(timeout_seconds_));
+    const auto deadline = ChildProcess::Clock::now() + std::chrono::duration_cast<ChildProcess::Clock::duration>(
+                                                           std::chrono::duration<double>(timeout_seconds_));
     const auto reply = child_->exchange(request(prompt, completion, answer), deadline, kMaxReplyBytes);
     switch (reply.outcome) {
       case ChildProcess::Outcome::line: return parse_reply(reply.line, row);
@@ -63,8 +62,9 @@ class CommandReward : public Reward {
       case ChildProcess::Outcome::input_closed:
         fail(row, "the program closed its stdin before taking the request", kEnded);
       case ChildProcess::Outcome::too_long:
-        fail(row, "the reply exceeds " + std::to_string(kMaxReplyBytes) + " bytes without a newline" + partial(reply.line) +
-                      "; the program was killed",
+        fail(row,
+             "the reply exceeds " + std::to_string(kMaxReplyBytes) + " bytes without a newline" + partial(reply.line) +
+                 "; the program was killed",
              kKilled);
     }
     fail(row, "unexpected reply outcome", kKilled);
@@ -105,7 +105,8 @@ class CommandReward : public Reward {
   // Stops and reaps the program, then throws. After it closed its output the
   // program gets a moment to exit, so the message gives its own status.
   [[noreturn]] void fail(int64_t row, const std::string& what, Ending ending) {
-    const std::string how = child_->stop(ending == kEnded ? std::chrono::milliseconds(500) : std::chrono::milliseconds(0));
+    const std::string how =
+        child_->stop(ending == kEnded ? std::chrono::milliseconds(500) : std::chrono::milliseconds(0));
     std::string message = prefix(row) + what;
     if (ending == kEnded) message += "; it " + how;
     const std::string tail = child_->stderr_tail();

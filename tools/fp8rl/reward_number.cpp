@@ -10,8 +10,7 @@ namespace {
 
 class NumberReward : public Reward {
  public:
-  double score(const std::string&, const std::string& completion, const std::string& answer,
-               int64_t row) override {
+  double score(const std::string&, const std::string& completion, const std::string& answer, int64_t row) override {
     // An answer without a number is a dataset mistake: every completion would
     // score 0 without a word, so it is an error instead.
     const auto expected = extract_number(answer);

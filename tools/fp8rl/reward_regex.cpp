@@ -15,8 +15,12 @@ class RegexReward : public Reward {
  public:
   explicit RegexReward(const std::string& pattern) : pattern_(compile(pattern)) {}
 
-  double score(const std::string&, const std::string& completion, const std::string&, int64_t) override {
-    return std::regex_search(completion, pattern_) ? 1.0 : 0.0;
+  double score(const std::string&, const std::string& completion, const std::string&, int64_t row) override {
+    try {
+      return std::regex_search(completion, pattern_) ? 1.0 : 0.0;
+    } catch (const std::regex_error& error) {  // error_complexity, error_stack
+      throw LibraryError("regex reward, row " + std::to_string(row) + ": matching failed (" + error.what() + ")");
+    }
   }
 
  private:
@@ -25,8 +29,8 @@ class RegexReward : public Reward {
     try {
       return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
     } catch (const std::regex_error& error) {
-      throw UsageError("--reward regex:" + pattern + ": not a valid ECMAScript regular expression (" +
-                       error.what() + ")");
+      throw UsageError("--reward regex:" + pattern + ": not a valid ECMAScript regular expression (" + error.what() +
+                       ")");
     }
   }
 
@@ -35,8 +39,6 @@ class RegexReward : public Reward {
 
 }  // namespace
 
-std::unique_ptr<Reward> make_regex_reward(const std::string& pattern) {
-  return std::make_unique<RegexReward>(pattern);
-}
+std::unique_ptr<Reward> make_regex_reward(const std::string& pattern) { return std::make_unique<RegexReward>(pattern); }
 
 }  // namespace fp8rl_cli

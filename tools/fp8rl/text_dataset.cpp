@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -45,7 +46,7 @@ std::vector<TextExample> parse_text_dataset(const std::string& text, const std::
   std::string line;
   for (int64_t number = 1; std::getline(lines, line); ++number) {
     if (number == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
-    if (!line.empty() && line.back() == '\r') line.pop_back();                    // CRLF files
+    if (!line.empty() && line.back() == '\r') line.pop_back();                     // CRLF files
     if (is_blank(line)) continue;
     const std::string where = name + ":" + std::to_string(number);
     const JsonValue row = parse_row(line, where);
@@ -60,6 +61,8 @@ std::vector<TextExample> parse_text_dataset(const std::string& text, const std::
 }
 
 std::vector<TextExample> read_text_dataset(const std::string& path, const TextDatasetOptions& options) {
+  // A directory opens like a file and then reads as empty: say what it is instead.
+  if (std::filesystem::is_directory(path)) throw LibraryError("cannot read dataset " + path + ": it is a directory");
   std::ifstream file(path, std::ios::binary);
   if (!file) throw LibraryError("cannot open dataset " + path + ": " + std::strerror(errno));
   std::ostringstream text;
