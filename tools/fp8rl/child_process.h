@@ -12,7 +12,11 @@
 // - no leaked descriptors: all are close-on-exec, so neither this child nor
 //   any other the program starts inherits them;
 // - no zombie and no stray grandchild: the child leads its own process group,
-//   which is killed (SIGKILL) as a whole before the child is reaped.
+//   which is killed (SIGKILL) as a whole before the child is reaped (a
+//   grandchild that leaves the group, with setsid say, is beyond reach).
+// One consequence of the own group: a terminal's Ctrl-C reaches only this
+// program, whose exit closes the child's stdin; a child that then keeps
+// running is on its own.
 #ifndef FP8RL_TOOLS_CHILD_PROCESS_H
 #define FP8RL_TOOLS_CHILD_PROCESS_H
 
