@@ -1235,6 +1235,210 @@ FP8RL_API fp8rl_status fp8rl_rollout_destroy(fp8rl_rollout* rollout);
 
 /** @} */
 
+/** @defgroup text Text: Hugging Face tokenizers
+ *  A model folder's tokenizer.json (with tokenizer_config.json and
+ *  generation_config.json for the special ids), encoding and decoding
+ *  exactly as Hugging Face `tokenizers` does for byte-level BPE (Llama 3,
+ *  Qwen2/2.5/3, SmolLM2, GPT-2); docs/tokenizer.md lists what is supported
+ *  and what is refused. Text is UTF-8 with an explicit byte count; text that
+ *  is not valid UTF-8 is repaired first (each ill-formed sequence becomes
+ *  U+FFFD, as Python's bytes.decode("utf-8", "replace") does).
+ *
+ *  Usage:
+ *  @code
+ *    fp8rl_tokenizer* tok = NULL;
+ *    fp8rl_tokenizer_load("models/Qwen2.5-0.5B", &tok);
+ *    int64_t count = 0;
+ *    fp8rl_tokenizer_encode(tok, "Hello", 5, 1, NULL, 0, &count);   // size query
+ *    int32_t* ids = malloc(count * sizeof(int32_t));
+ *    fp8rl_tokenizer_encode(tok, "Hello", 5, 1, ids, count, &count);
+ *    fp8rl_tokenizer_destroy(tok);
+ *  @endcode
+ *  @{ */
+
+/** Opaque handle: a loaded tokenizer. Immutable once loaded. */
+typedef struct fp8rl_tokenizer fp8rl_tokenizer;
+
+/** Opaque handle: the ids of several texts, owned by the library. */
+typedef struct fp8rl_encoding fp8rl_encoding;
+
+/** The special ids of a model folder; -1 where the folder names none. */
+typedef struct fp8rl_special_token_ids {
+  uint32_t struct_size;  /**< sizeof(fp8rl_special_token_ids); set by the caller (or fp8rl_special_token_ids_init()). */
+  int32_t bos;           /**< Beginning of sequence. */
+  int32_t pad;           /**< Padding. */
+  int32_t add_bos_token; /**< tokenizer_config.json's add_bos_token: 0 or 1; -1 when not stated. */
+  int32_t num_eos;       /**< Entries of eos (at most FP8RL_MAX_EOS_IDS; the first ones when more). */
+  int32_t eos[8];        /**< End-of-sequence ids: tokenizer_config.json's, then generation_config.json's. */
+} fp8rl_special_token_ids;
+
+/** Capacity of fp8rl_special_token_ids::eos. */
+#define FP8RL_MAX_EOS_IDS 8
+
+/**
+ * @brief Fills @p ids with -1 ids, no EOS and struct_size.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_special_token_ids_init(fp8rl_special_token_ids* ids);
+
+/**
+ * @brief Loads the tokenizer of a Hugging Face model folder.
+ * @param folder The folder holding tokenizer.json (and, where present,
+ *        tokenizer_config.json and generation_config.json).
+ * @param[out] out_tokenizer Receives the tokenizer, released with
+ *             fp8rl_tokenizer_destroy(); unchanged on failure.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * @retval FP8RL_ERROR_IO when tokenizer.json cannot be read.
+ * @retval FP8RL_ERROR_CORRUPT_DATA for malformed files (the message names the file and field).
+ * @retval FP8RL_ERROR_UNSUPPORTED for a tokenizer type or option not implemented (named),
+ *         or a library built without PCRE2.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_tokenizer_load(const char* folder, fp8rl_tokenizer** out_tokenizer);
+
+/**
+ * @brief Loads the tokenizer of the folder @p policy was loaded from (fp8rl_policy_load()).
+ * @param policy A valid policy.
+ * @param[out] out_tokenizer As for fp8rl_tokenizer_load().
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, or a policy not loaded from a folder
+ *         (created at random or from a config).
+ * Other errors as fp8rl_tokenizer_load(). Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_policy_load_tokenizer(const fp8rl_policy* policy, fp8rl_tokenizer** out_tokenizer);
+
+/**
+ * @brief Destroys a tokenizer.
+ * @param tokenizer The tokenizer, or NULL (then nothing happens).
+ * Not thread-safe with other calls on the same tokenizer.
+ * @return ::FP8RL_OK (it cannot fail).
+ */
+FP8RL_API fp8rl_status fp8rl_tokenizer_destroy(fp8rl_tokenizer* tokenizer);
+
+/**
+ * @brief The ids of one text, into a caller-owned array.
+ * @param tokenizer A valid tokenizer.
+ * @param text UTF-8 bytes (may be NULL when @p text_bytes is 0); need not be NUL-terminated.
+ * @param text_bytes Bytes of @p text (>= 0).
+ * @param add_special_tokens Non-zero: the post-processor's tokens too (e.g. Llama 3's BOS).
+ * @param[out] ids NULL (then @p capacity must be 0), or receives the ids.
+ * @param capacity Entries of @p ids.
+ * @param[out] out_count Receives the number of ids, also when @p capacity is too small.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, a negative size, or a @p capacity
+ *         below the count (a size query with capacity 0 is not an error: it returns ::FP8RL_OK
+ *         with the count when @p ids is NULL).
+ * Thread-safe: any number of calls may run on one tokenizer at once.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_tokenizer_encode(const fp8rl_tokenizer* tokenizer, const char* text, int64_t text_bytes,
+                                              int32_t add_special_tokens, int32_t* ids, int64_t capacity,
+                                              int64_t* out_count);
+
+/**
+ * @brief The ids of several texts, into a result object.
+ * @param tokenizer A valid tokenizer.
+ * @param texts @p count pointers to UTF-8 texts.
+ * @param text_bytes @p count byte counts.
+ * @param count Texts (>= 0).
+ * @param add_special_tokens As for fp8rl_tokenizer_encode().
+ * @param[out] out_encoding Receives the result, released with fp8rl_encoding_destroy().
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or negative sizes (naming the index).
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_tokenizer_encode_batch(const fp8rl_tokenizer* tokenizer, const char* const* texts,
+                                                    const int64_t* text_bytes, int64_t count,
+                                                    int32_t add_special_tokens, fp8rl_encoding** out_encoding);
+
+/**
+ * @brief The number of texts of an encoding.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_encoding_count(const fp8rl_encoding* encoding, int64_t* out_count);
+
+/**
+ * @brief The ids of text @p index of an encoding.
+ * @param[out] out_ids Receives a pointer owned by the encoding, valid until it is destroyed.
+ * @param[out] out_count Receives the number of ids.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or an index out of range.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_encoding_get(const fp8rl_encoding* encoding, int64_t index, const int32_t** out_ids,
+                                          int64_t* out_count);
+
+/**
+ * @brief Destroys an encoding.
+ * @param encoding The encoding, or NULL.
+ * @return ::FP8RL_OK (it cannot fail).
+ */
+FP8RL_API fp8rl_status fp8rl_encoding_destroy(fp8rl_encoding* encoding);
+
+/**
+ * @brief The text of ids, into a caller-owned buffer (UTF-8, not NUL-terminated).
+ * @param tokenizer A valid tokenizer.
+ * @param ids @p count ids (may be NULL when @p count is 0); ids naming no token are skipped,
+ *        as `tokenizers` skips them.
+ * @param count Ids (>= 0).
+ * @param skip_special_tokens Non-zero: special tokens are left out.
+ * @param[out] text NULL (then @p capacity must be 0), or receives the bytes.
+ * @param capacity Bytes of @p text.
+ * @param[out] out_bytes Receives the number of bytes, also when @p capacity is too small.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, negative sizes or ids, or a too small
+ *         @p capacity (a size query with NULL @p text and capacity 0 returns ::FP8RL_OK).
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_tokenizer_decode(const fp8rl_tokenizer* tokenizer, const int32_t* ids, int64_t count,
+                                              int32_t skip_special_tokens, char* text, int64_t capacity,
+                                              int64_t* out_bytes);
+
+/**
+ * @brief The id of a token (its byte-level spelling, or an added token's content).
+ * @param[out] out_id Receives the id, or -1 when no token is spelled so.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or a negative size.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_tokenizer_token_to_id(const fp8rl_tokenizer* tokenizer, const char* piece,
+                                                   int64_t piece_bytes, int32_t* out_id);
+
+/**
+ * @brief The spelling of a token (byte-level, as in tokenizer.json), into a caller-owned buffer.
+ * @param[out] piece NULL (then @p capacity must be 0), or receives the bytes (not NUL-terminated).
+ * @param[out] out_bytes Receives the number of bytes, also when @p capacity is too small.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, an id naming no token, or a too small capacity.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_tokenizer_id_to_piece(const fp8rl_tokenizer* tokenizer, int32_t id, char* piece,
+                                                   int64_t capacity, int64_t* out_bytes);
+
+/**
+ * @brief One past the largest id of the tokenizer.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_tokenizer_vocab_size(const fp8rl_tokenizer* tokenizer, int64_t* out_size);
+
+/**
+ * @brief The folder's special ids.
+ * @param[out] out_ids Receives them; out_ids->struct_size must be set.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
+ * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
+ * Thread-safe.
+ * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
+ */
+FP8RL_API fp8rl_status fp8rl_tokenizer_special_ids(const fp8rl_tokenizer* tokenizer, fp8rl_special_token_ids* out_ids);
+
+/** @} */
+
 /** @defgroup mismatch Generation-vs-training mismatch
  *  How far the generator's log-probs (logp_gen) are from the training
  *  policy's recomputation of the same tokens (logp_old, as a training
