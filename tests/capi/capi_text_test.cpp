@@ -210,7 +210,7 @@ TEST_CASE("text: id_to_piece and token_to_id are inverse on every id") {
   }
 }
 
-TEST_CASE("text: encode_batch equals encode text by text; the encoding's accessors") {
+TEST_CASE("text: encode_batch equals encode text by text, and the encoding's accessors") {
   Folder folder;
   if (skip_without_tokenizer(folder)) return;
   Tokenizer tok(folder.path());
@@ -252,7 +252,7 @@ TEST_CASE("text: encode_batch equals encode text by text; the encoding's accesso
   CHECK(fp8rl_tokenizer_destroy(nullptr) == FP8RL_OK);
 }
 
-TEST_CASE("text: special ids from tokenizer_config.json and generation_config.json; struct_size rules") {
+TEST_CASE("text: special ids from tokenizer_config.json and generation_config.json, and the struct_size rules") {
   Folder folder;
   if (skip_without_tokenizer(folder)) return;
   Tokenizer tok(folder.path());
@@ -352,7 +352,7 @@ TEST_CASE("text: files that are missing or malformed are IO and CORRUPT_DATA err
   CHECK(tokenizer == nullptr);
 }
 
-TEST_CASE("text: a policy loaded from a folder loads the tokenizer beside its weights; a random one has none") {
+TEST_CASE("text: a policy loaded from a folder loads the tokenizer beside its weights, a random one has none") {
   Folder folder;
   if (skip_without_tokenizer(folder)) return;
   CpuContext context(1);
