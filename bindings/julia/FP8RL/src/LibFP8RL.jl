@@ -1028,7 +1028,7 @@ end
     fp8rl_tokenizer_encode_batch(tokenizer, texts, text_bytes, count, add_special_tokens, out_encoding)
 
 ```c
-fp8rl_status fp8rl_tokenizer_encode_batch(const fp8rl_tokenizer* tokenizer, const char** texts, const int64_t* text_bytes, int64_t count, int32_t add_special_tokens, fp8rl_encoding** out_encoding)
+fp8rl_status fp8rl_tokenizer_encode_batch(const fp8rl_tokenizer* tokenizer, const char* const* texts, const int64_t* text_bytes, int64_t count, int32_t add_special_tokens, fp8rl_encoding** out_encoding)
 ```
 """
 function fp8rl_tokenizer_encode_batch(tokenizer, texts, text_bytes, count, add_special_tokens, out_encoding)

@@ -609,8 +609,8 @@ extern "C" {
     pub fn fp8rl_tokenizer_destroy(tokenizer: *mut fp8rl_tokenizer) -> fp8rl_status;
     /// `fp8rl_status fp8rl_tokenizer_encode(const fp8rl_tokenizer* tokenizer, const char* text, int64_t text_bytes, int32_t add_special_tokens, int32_t* ids, int64_t capacity, int64_t* out_count)`
     pub fn fp8rl_tokenizer_encode(tokenizer: *const fp8rl_tokenizer, text: *const c_char, text_bytes: i64, add_special_tokens: i32, ids: *mut i32, capacity: i64, out_count: *mut i64) -> fp8rl_status;
-    /// `fp8rl_status fp8rl_tokenizer_encode_batch(const fp8rl_tokenizer* tokenizer, const char** texts, const int64_t* text_bytes, int64_t count, int32_t add_special_tokens, fp8rl_encoding** out_encoding)`
-    pub fn fp8rl_tokenizer_encode_batch(tokenizer: *const fp8rl_tokenizer, texts: *mut *const c_char, text_bytes: *const i64, count: i64, add_special_tokens: i32, out_encoding: *mut *mut fp8rl_encoding) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_tokenizer_encode_batch(const fp8rl_tokenizer* tokenizer, const char* const* texts, const int64_t* text_bytes, int64_t count, int32_t add_special_tokens, fp8rl_encoding** out_encoding)`
+    pub fn fp8rl_tokenizer_encode_batch(tokenizer: *const fp8rl_tokenizer, texts: *const *const c_char, text_bytes: *const i64, count: i64, add_special_tokens: i32, out_encoding: *mut *mut fp8rl_encoding) -> fp8rl_status;
     /// `fp8rl_status fp8rl_encoding_count(const fp8rl_encoding* encoding, int64_t* out_count)`
     pub fn fp8rl_encoding_count(encoding: *const fp8rl_encoding, out_count: *mut i64) -> fp8rl_status;
     /// `fp8rl_status fp8rl_encoding_get(const fp8rl_encoding* encoding, int64_t index, const int32_t** out_ids, int64_t* out_count)`

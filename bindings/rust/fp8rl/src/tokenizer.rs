@@ -126,7 +126,7 @@ impl Tokenizer {
         check(unsafe {
             sys::fp8rl_tokenizer_encode_batch(
                 self.raw.as_ptr(),
-                pointers.as_ptr().cast_mut(),
+                pointers.as_ptr(),
                 sizes.as_ptr(),
                 to_i64("Tokenizer::encode_batch: texts", texts.len())?,
                 i32::from(add_special_tokens),
