@@ -29,9 +29,9 @@ void check_array(const void* data, int64_t count, const char* data_name, const c
 // A caller-owned output buffer: NULL only with capacity 0, capacity >= 0.
 void check_buffer(const void* buffer, int64_t capacity, const char* buffer_name) {
   fp8rl::require(capacity >= 0, "capacity is " + std::to_string(capacity) + "; it must be >= 0");
-  fp8rl::require(buffer != nullptr || capacity == 0,
-                 std::string(buffer_name) + " is NULL and capacity is " + std::to_string(capacity) +
-                     " (a size query passes NULL with capacity 0)");
+  fp8rl::require(buffer != nullptr || capacity == 0, std::string(buffer_name) + " is NULL and capacity is " +
+                                                         std::to_string(capacity) +
+                                                         " (a size query passes NULL with capacity 0)");
 }
 
 // Writes the size, then the items where they fit (or the size query allows

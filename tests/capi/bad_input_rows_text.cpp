@@ -94,8 +94,7 @@ void encode_rows(Table& t, World& w) {
     t.invalid(get, "index " + std::to_string(bad), "index",
               [&o, e, bad] { return fp8rl_encoding_get(e, bad, &o.tokens_view, &o.count); });
   t.invalid(get, "out_ids NULL", "out_ids", [&o, e] { return fp8rl_encoding_get(e, 0, nullptr, &o.count); });
-  t.invalid(get, "out_count NULL", "out_count",
-            [&o, e] { return fp8rl_encoding_get(e, 0, &o.tokens_view, nullptr); });
+  t.invalid(get, "out_count NULL", "out_count", [&o, e] { return fp8rl_encoding_get(e, 0, &o.tokens_view, nullptr); });
 }
 
 void decode_rows(Table& t, World& w) {

@@ -8,9 +8,9 @@
 
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
-#include <filesystem>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -62,12 +62,12 @@ class Tokenizer {
 
 std::vector<int32_t> encode(const fp8rl_tokenizer* tokenizer, const std::string& text, bool special = true) {
   int64_t count = -1;
-  REQUIRE(fp8rl_tokenizer_encode(tokenizer, text.data(), static_cast<int64_t>(text.size()), special ? 1 : 0, nullptr,
-                                 0, &count) == FP8RL_OK);
+  REQUIRE(fp8rl_tokenizer_encode(tokenizer, text.data(), static_cast<int64_t>(text.size()), special ? 1 : 0, nullptr, 0,
+                                 &count) == FP8RL_OK);
   std::vector<int32_t> ids(static_cast<size_t>(count));
   int64_t written = -1;
-  REQUIRE(fp8rl_tokenizer_encode(tokenizer, text.data(), static_cast<int64_t>(text.size()), special ? 1 : 0,
-                                 ids.data(), count, &written) == FP8RL_OK);
+  REQUIRE(fp8rl_tokenizer_encode(tokenizer, text.data(), static_cast<int64_t>(text.size()), special ? 1 : 0, ids.data(),
+                                 count, &written) == FP8RL_OK);
   CHECK(written == count);
   return ids;
 }
@@ -114,7 +114,8 @@ TEST_CASE("text: the hand-computed ids of the tiny tokenizer, with and without s
   CHECK(encode(tok.get(), "", true) == std::vector<int32_t>{263});
   CHECK(encode(tok.get(), "", false).empty());
   // Special tokens in text are matched whole; é is its two bytes; "ll" merges, "llo" does not.
-  CHECK(encode(tok.get(), "h\xc3\xa9llo</s><s>x", false) == std::vector<int32_t>{104, 195, 169, 257, 111, 264, 263, 120});
+  CHECK(encode(tok.get(), "h\xc3\xa9llo</s><s>x", false) ==
+        std::vector<int32_t>{104, 195, 169, 257, 111, 264, 263, 120});
   // A byte that is not UTF-8 becomes U+FFFD (EF BF BD) before encoding.
   CHECK(encode(tok.get(), std::string("\xff", 1), false) == std::vector<int32_t>{239, 191, 189});
   // A text with a NUL byte inside: the byte count decides, not the NUL.
@@ -140,7 +141,7 @@ TEST_CASE("text: size queries, and a capacity too small is an error that still r
   CHECK(count == 5);
   CHECK(message().find("capacity") != std::string::npos);
   CHECK(ids[0] == -7);  // nothing written
-  count = -1;  // a buffer with capacity 0 is not a size query: the ids do not fit
+  count = -1;           // a buffer with capacity 0 is not a size query: the ids do not fit
   CHECK(fp8rl_tokenizer_encode(tok.get(), text.data(), bytes, 1, ids, 0, &count) == FP8RL_ERROR_INVALID_ARGUMENT);
   CHECK(count == 5);
   CHECK(fp8rl_tokenizer_encode(tok.get(), text.data(), bytes, 1, ids, 8, &count) == FP8RL_OK);
@@ -223,8 +224,7 @@ TEST_CASE("text: encode_batch equals encode text by text, and the encoding's acc
   }
   for (const int32_t special : {0, 1}) {
     fp8rl_encoding* encoding = nullptr;
-    REQUIRE(fp8rl_tokenizer_encode_batch(tok.get(), pointers.data(), sizes.data(), 5, special, &encoding) ==
-            FP8RL_OK);
+    REQUIRE(fp8rl_tokenizer_encode_batch(tok.get(), pointers.data(), sizes.data(), 5, special, &encoding) == FP8RL_OK);
     int64_t count = 0;
     REQUIRE(fp8rl_encoding_count(encoding, &count) == FP8RL_OK);
     CHECK(count == 5);
