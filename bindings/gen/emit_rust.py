@@ -30,7 +30,7 @@ def rust_type(t, api, behind_pointer=False):
         return f"[{rust_type(t.target, api)}; {t.length}]"
     if t.kind == "pointer":
         target = t.target
-        mutability = "const" if target.kind == "name" and target.const else "mut"
+        mutability = "const" if target.const else "mut"
         if target.kind == "name" and target.name == "void":
             return f"*{mutability} c_void"
         return f"*{mutability} {rust_type(target, api, behind_pointer=True)}"

@@ -27,7 +27,8 @@ class CType:
     """A C type as a tree: kind is 'name', 'pointer', 'array' or 'function'."""
     kind: str
     name: str = ""                       # 'name': a primitive or a typedef of the header
-    const: bool = False                  # the pointee/name is const-qualified
+    const: bool = False                  # 'name': the type is const; 'pointer': the pointer itself is
+                                         # (`const char* const*`: a pointer to a const pointer to const char)
     target: Optional["CType"] = None     # 'pointer', 'array': element; 'function': return type
     length: int = 0                      # 'array'
     params: Tuple["CType", ...] = ()     # 'function'
@@ -36,7 +37,7 @@ class CType:
         if self.kind == "name":
             return ("const " if self.const else "") + self.name
         if self.kind == "pointer":
-            return f"{self.target}*"
+            return f"{self.target}*" + (" const" if self.const else "")
         if self.kind == "array":
             return f"{self.target}[{self.length}]"
         return f"{self.target}(*)({', '.join(map(str, self.params))})"
@@ -139,9 +140,11 @@ def parse_type(text):
     if text.startswith("q("):
         end = _closing(text, 1)
         inner = parse_type(text[end + 2:])
-        if "const" in text[2:end].split() and inner.kind == "name":
+        if "const" in text[2:end].split() and inner.kind in ("name", "pointer"):
+            # On a pointer it does not change the ABI, but it tells the library
+            # only reads through it (Rust: *const) and spells the prototype right.
             return dataclasses.replace(inner, const=True)
-        return inner  # const on a pointer itself does not change the ABI
+        return inner
     if text.startswith("a("):
         end = _closing(text, 1)
         return CType("array", length=int(_evaluate(text[2:end])), target=parse_type(text[end + 2:]))

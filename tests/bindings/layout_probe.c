@@ -16,6 +16,7 @@ int main(void) {
   VALUE(FP8RL_VERSION);
   VALUE(FP8RL_MAX_EOS_TOKEN_IDS);
   VALUE(FP8RL_MAX_MLP_ONLY_LAYERS);
+  VALUE(FP8RL_MAX_EOS_IDS);
   SIZE(fp8rl_status);
   VALUE(FP8RL_OK);
   VALUE(FP8RL_ERROR_INVALID_ARGUMENT);
@@ -202,6 +203,13 @@ int main(void) {
   FIELD(fp8rl_sampling_options, batch_slots);
   FIELD(fp8rl_sampling_options, max_tokens_per_step);
   FIELD(fp8rl_sampling_options, record_experts);
+  SIZE(fp8rl_special_token_ids);
+  FIELD(fp8rl_special_token_ids, struct_size);
+  FIELD(fp8rl_special_token_ids, bos);
+  FIELD(fp8rl_special_token_ids, pad);
+  FIELD(fp8rl_special_token_ids, add_bos_token);
+  FIELD(fp8rl_special_token_ids, num_eos);
+  FIELD(fp8rl_special_token_ids, eos);
   SIZE(fp8rl_importance_options);
   FIELD(fp8rl_importance_options, struct_size);
   FIELD(fp8rl_importance_options, mode);

@@ -16,6 +16,13 @@ A whole GRPO step::
     rewards = [float((c.tokens == 7).mean()) for c in rollouts]        # the host's environment
     metrics = policy.train_step(rollouts, rewards=rewards)
 
+Text: ``fp8rl.Tokenizer.load(folder)`` (or ``policy.tokenizer()`` for ``Policy.load(folder)``) encodes and decodes
+as Hugging Face ``tokenizers`` does for byte-level BPE (Llama 3, Qwen2/2.5/3, GPT-2)::
+
+    with fp8rl.Tokenizer.load("models/Qwen2.5-0.5B") as tokenizer:
+        ids = tokenizer.encode("Hello")                     # np.ndarray[int32]
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+
 The library is loaded at import (``FP8RL_LIBRARY`` names another build) and
 its version checked. ``fp8rl._raw`` mirrors the C header one to one.
 """
@@ -31,6 +38,7 @@ from .errors import (BackendUnavailableError, CorruptDataError, CudaError, Distr
                      VersionMismatchError)
 from .policy import Policy
 from .rollouts import Completion, Rollouts
+from .tokenizer import SpecialTokenIds, Tokenizer
 
 _load()  # fail at import, not at the first call, if the library is missing or of another version
 
@@ -41,6 +49,6 @@ __all__ = [
     "Context", "CorruptDataError", "CudaError", "DistributedError", "FinishReason", "Fp8rlError", "Fp8rlIOError", "ImportanceConfig",
     "ImportanceMode", "InternalError", "InvalidArgumentError", "KlEstimator", "LogLevel", "LossConfig", "LossKind",
     "LrSchedule", "ModelConfig", "ModelFamily", "NonFiniteError", "OptimizerConfig", "OutOfMemoryError", "Policy",
-    "Precision", "Recipe", "RopeScaling", "Rollouts", "SamplingParams", "SaveDtype", "ScaleFormat", "TrainerConfig",
-    "UnsupportedError", "VersionMismatchError", "library_path",
+    "Precision", "Recipe", "RopeScaling", "Rollouts", "SamplingParams", "SaveDtype", "ScaleFormat", "SpecialTokenIds",
+    "Tokenizer", "TrainerConfig", "UnsupportedError", "VersionMismatchError", "library_path",
 ]

@@ -13,6 +13,7 @@ FP8RL_VERSION_PATCH = 0
 FP8RL_VERSION = 200  # (0*10000+2*100+0)
 FP8RL_MAX_EOS_TOKEN_IDS = 8
 FP8RL_MAX_MLP_ONLY_LAYERS = 64
+FP8RL_MAX_EOS_IDS = 8
 
 # ---- enums: each has a FORCE_32BIT member, so all are 32-bit C ints
 
@@ -155,7 +156,7 @@ ENUMS = {
 }
 
 # ---- opaque handles: passed as c_void_p, out-parameters as POINTER(c_void_p)
-OPAQUE_HANDLES = ('fp8rl_context', 'fp8rl_communicator', 'fp8rl_policy', 'fp8rl_rollout', 'fp8rl_trainer')
+OPAQUE_HANDLES = ('fp8rl_context', 'fp8rl_communicator', 'fp8rl_policy', 'fp8rl_rollout', 'fp8rl_tokenizer', 'fp8rl_encoding', 'fp8rl_trainer')
 
 # ---- callbacks: keep the CFUNCTYPE object alive while the library may call it
 fp8rl_log_callback = ctypes.CFUNCTYPE(None, fp8rl_log_level, ctypes.c_char_p, ctypes.c_void_p)
@@ -281,6 +282,17 @@ class fp8rl_sampling_options(ctypes.Structure):
         ('batch_slots', ctypes.c_int32),
         ('max_tokens_per_step', ctypes.c_int32),
         ('record_experts', ctypes.c_int32),
+    ]
+
+
+class fp8rl_special_token_ids(ctypes.Structure):
+    _fields_ = [
+        ('struct_size', ctypes.c_uint32),
+        ('bos', ctypes.c_int32),
+        ('pad', ctypes.c_int32),
+        ('add_bos_token', ctypes.c_int32),
+        ('num_eos', ctypes.c_int32),
+        ('eos', (ctypes.c_int32 * 8)),  # int32_t[8]
     ]
 
 
@@ -430,7 +442,7 @@ class fp8rl_fp8_matrix(ctypes.Structure):
     ]
 
 
-STRUCTS = (fp8rl_context_options, fp8rl_collective_callbacks, fp8rl_model_config, fp8rl_recipe, fp8rl_memory_report, fp8rl_calibration_options, fp8rl_sampling_options, fp8rl_importance_options, fp8rl_mismatch_metrics, fp8rl_trainer_options, fp8rl_train_batch, fp8rl_train_metrics, fp8rl_quantize_options, fp8rl_fp8_matrix)
+STRUCTS = (fp8rl_context_options, fp8rl_collective_callbacks, fp8rl_model_config, fp8rl_recipe, fp8rl_memory_report, fp8rl_calibration_options, fp8rl_sampling_options, fp8rl_special_token_ids, fp8rl_importance_options, fp8rl_mismatch_metrics, fp8rl_trainer_options, fp8rl_train_batch, fp8rl_train_metrics, fp8rl_quantize_options, fp8rl_fp8_matrix)
 
 # ---- functions: (name, restype, argtypes)
 _FUNCTIONS = (
@@ -484,6 +496,20 @@ _FUNCTIONS = (
     ('fp8rl_rollout_copy', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_float), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(fp8rl_finish_reason))),
     ('fp8rl_rollout_get_experts', fp8rl_status, (ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.POINTER(ctypes.c_int32)), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64))),
     ('fp8rl_rollout_destroy', fp8rl_status, (ctypes.c_void_p,)),
+    ('fp8rl_special_token_ids_init', fp8rl_status, (ctypes.POINTER(fp8rl_special_token_ids),)),
+    ('fp8rl_tokenizer_load', fp8rl_status, (ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p))),
+    ('fp8rl_policy_load_tokenizer', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))),
+    ('fp8rl_tokenizer_destroy', fp8rl_status, (ctypes.c_void_p,)),
+    ('fp8rl_tokenizer_encode', fp8rl_status, (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int32, ctypes.POINTER(ctypes.c_int32), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))),
+    ('fp8rl_tokenizer_encode_batch', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int64), ctypes.c_int64, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))),
+    ('fp8rl_encoding_count', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64))),
+    ('fp8rl_encoding_get', fp8rl_status, (ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.POINTER(ctypes.c_int32)), ctypes.POINTER(ctypes.c_int64))),
+    ('fp8rl_encoding_destroy', fp8rl_status, (ctypes.c_void_p,)),
+    ('fp8rl_tokenizer_decode', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32), ctypes.c_int64, ctypes.c_int32, ctypes.POINTER(ctypes.c_char), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))),
+    ('fp8rl_tokenizer_token_to_id', fp8rl_status, (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int32))),
+    ('fp8rl_tokenizer_id_to_piece', fp8rl_status, (ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_char), ctypes.c_int64, ctypes.POINTER(ctypes.c_int64))),
+    ('fp8rl_tokenizer_vocab_size', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64))),
+    ('fp8rl_tokenizer_special_ids', fp8rl_status, (ctypes.c_void_p, ctypes.POINTER(fp8rl_special_token_ids))),
     ('fp8rl_importance_options_init', fp8rl_status, (ctypes.POINTER(fp8rl_importance_options),)),
     ('fp8rl_mismatch_metrics_init', fp8rl_status, (ctypes.POINTER(fp8rl_mismatch_metrics),)),
     ('fp8rl_mismatch_metrics_compute', fp8rl_status, (ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_int64), ctypes.c_int64, ctypes.POINTER(fp8rl_importance_options), ctypes.POINTER(fp8rl_mismatch_metrics))),

@@ -16,6 +16,7 @@ from .context import Context
 from .enums import Backend, SaveDtype
 from .errors import check, invalid
 from .rollouts import Rollouts
+from .tokenizer import Tokenizer
 from .training import Trainer
 
 
@@ -336,6 +337,14 @@ class Policy:
     def export_fp8(self, folder: "str | os.PathLike[str]") -> None:
         """Writes the FP8 compute weights with their block scales as a Hugging Face folder (``weight_scale_inv``)."""
         check(library().fp8rl_policy_export_fp8(self._handle.pointer, os.fsencode(folder)))
+
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer of the folder this policy was loaded from (``Policy.load``): its tokenizer.json and configs,
+        read now. InvalidArgumentError for a policy not loaded from a folder (``Policy.random``). The tokenizer is
+        independent of the policy: it may outlive it."""
+        out = ctypes.c_void_p()
+        check(library().fp8rl_policy_load_tokenizer(self._handle.pointer, ctypes.byref(out)))
+        return Tokenizer(out)
 
     def copy_weights_from(self, source: "Policy") -> None:
         """Takes `source`'s master weights and attention scales, requantized in this policy's own recipe."""

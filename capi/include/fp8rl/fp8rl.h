@@ -1262,6 +1262,9 @@ typedef struct fp8rl_tokenizer fp8rl_tokenizer;
 /** Opaque handle: the ids of several texts, owned by the library. */
 typedef struct fp8rl_encoding fp8rl_encoding;
 
+/** Capacity of fp8rl_special_token_ids::eos. */
+#define FP8RL_MAX_EOS_IDS 8
+
 /** The special ids of a model folder; -1 where the folder names none. */
 typedef struct fp8rl_special_token_ids {
   uint32_t struct_size;  /**< sizeof(fp8rl_special_token_ids); set by the caller (or fp8rl_special_token_ids_init()). */
@@ -1269,11 +1272,9 @@ typedef struct fp8rl_special_token_ids {
   int32_t pad;           /**< Padding. */
   int32_t add_bos_token; /**< tokenizer_config.json's add_bos_token: 0 or 1; -1 when not stated. */
   int32_t num_eos;       /**< Entries of eos (at most FP8RL_MAX_EOS_IDS; the first ones when more). */
-  int32_t eos[8];        /**< End-of-sequence ids: tokenizer_config.json's, then generation_config.json's. */
+  int32_t eos[FP8RL_MAX_EOS_IDS]; /**< End-of-sequence ids: tokenizer_config.json's, then generation_config.json's
+                                       (without repeats); -1 past num_eos. */
 } fp8rl_special_token_ids;
-
-/** Capacity of fp8rl_special_token_ids::eos. */
-#define FP8RL_MAX_EOS_IDS 8
 
 /**
  * @brief Fills @p ids with -1 ids, no EOS and struct_size.
@@ -1301,6 +1302,8 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_load(const char* folder, fp8rl_tokenizer*
 
 /**
  * @brief Loads the tokenizer of the folder @p policy was loaded from (fp8rl_policy_load()).
+ * The folder is the one fp8rl_policy_load() was given, made absolute then (a later
+ * change of the working directory does not matter); its files are read now.
  * @param policy A valid policy.
  * @param[out] out_tokenizer As for fp8rl_tokenizer_load().
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, or a policy not loaded from a folder
@@ -1324,12 +1327,12 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_destroy(fp8rl_tokenizer* tokenizer);
  * @param text UTF-8 bytes (may be NULL when @p text_bytes is 0); need not be NUL-terminated.
  * @param text_bytes Bytes of @p text (>= 0).
  * @param add_special_tokens Non-zero: the post-processor's tokens too (e.g. Llama 3's BOS).
- * @param[out] ids NULL (then @p capacity must be 0), or receives the ids.
- * @param capacity Entries of @p ids.
+ * @param[out] ids NULL (then @p capacity must be 0), or receives the ids; untouched on failure.
+ * @param capacity Entries of @p ids (>= 0).
  * @param[out] out_count Receives the number of ids, also when @p capacity is too small.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, a negative size, or a @p capacity
- *         below the count (a size query with capacity 0 is not an error: it returns ::FP8RL_OK
- *         with the count when @p ids is NULL).
+ *         below the count (then *@p out_count is still set). NULL @p ids with capacity 0 is a
+ *         size query: ::FP8RL_OK with the count; non-NULL @p ids with capacity 0 is not.
  * Thread-safe: any number of calls may run on one tokenizer at once.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
@@ -1344,9 +1347,11 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_encode(const fp8rl_tokenizer* tokenizer, 
  * @param text_bytes @p count byte counts.
  * @param count Texts (>= 0).
  * @param add_special_tokens As for fp8rl_tokenizer_encode().
- * @param[out] out_encoding Receives the result, released with fp8rl_encoding_destroy().
- * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or negative sizes (naming the index).
- * Thread-safe.
+ * @param[out] out_encoding Receives the result, released with fp8rl_encoding_destroy();
+ *             unchanged on failure.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or negative sizes (naming the index,
+ *         as in "texts[3] is NULL"); @p texts and @p text_bytes may be NULL when @p count is 0.
+ * Thread-safe. The texts are encoded one after the other on the calling thread.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
 FP8RL_API fp8rl_status fp8rl_tokenizer_encode_batch(const fp8rl_tokenizer* tokenizer, const char* const* texts,
@@ -1363,7 +1368,9 @@ FP8RL_API fp8rl_status fp8rl_encoding_count(const fp8rl_encoding* encoding, int6
 
 /**
  * @brief The ids of text @p index of an encoding.
- * @param[out] out_ids Receives a pointer owned by the encoding, valid until it is destroyed.
+ * @param index 0 to count - 1.
+ * @param[out] out_ids Receives a pointer owned by the encoding, valid until it is destroyed
+ *             (not NULL, also for a text without ids).
  * @param[out] out_count Receives the number of ids.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or an index out of range.
  * Thread-safe.
@@ -1386,11 +1393,12 @@ FP8RL_API fp8rl_status fp8rl_encoding_destroy(fp8rl_encoding* encoding);
  *        as `tokenizers` skips them.
  * @param count Ids (>= 0).
  * @param skip_special_tokens Non-zero: special tokens are left out.
- * @param[out] text NULL (then @p capacity must be 0), or receives the bytes.
- * @param capacity Bytes of @p text.
+ * @param[out] text NULL (then @p capacity must be 0), or receives the bytes; untouched on failure.
+ * @param capacity Bytes of @p text (>= 0).
  * @param[out] out_bytes Receives the number of bytes, also when @p capacity is too small.
- * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, negative sizes or ids, or a too small
- *         @p capacity (a size query with NULL @p text and capacity 0 returns ::FP8RL_OK).
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, negative sizes or ids (naming the
+ *         index), or a too small @p capacity (then *@p out_bytes is still set). A size query
+ *         with NULL @p text and capacity 0 returns ::FP8RL_OK.
  * Thread-safe.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
@@ -1400,6 +1408,9 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_decode(const fp8rl_tokenizer* tokenizer, 
 
 /**
  * @brief The id of a token (its byte-level spelling, or an added token's content).
+ * @param piece @p piece_bytes bytes (may be NULL when @p piece_bytes is 0), as fp8rl_tokenizer_id_to_piece()
+ *        gives them: a space is "Ġ" (U+0120) in a byte-level vocabulary.
+ * @param piece_bytes Bytes of @p piece (>= 0).
  * @param[out] out_id Receives the id, or -1 when no token is spelled so.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers or a negative size.
  * Thread-safe.
@@ -1410,9 +1421,14 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_token_to_id(const fp8rl_tokenizer* tokeni
 
 /**
  * @brief The spelling of a token (byte-level, as in tokenizer.json), into a caller-owned buffer.
+ * An added token's content wins over a model token of the same id, as in tokenizers.
+ * @param id The token's id.
  * @param[out] piece NULL (then @p capacity must be 0), or receives the bytes (not NUL-terminated).
+ * @param capacity Bytes of @p piece (>= 0).
  * @param[out] out_bytes Receives the number of bytes, also when @p capacity is too small.
- * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, an id naming no token, or a too small capacity.
+ * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers, an id naming no token (negative, at or
+ *         above the vocabulary size, or a gap in the ids), or a too small capacity (then
+ *         *@p out_bytes is still set).
  * Thread-safe.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
  */
@@ -1420,7 +1436,8 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_id_to_piece(const fp8rl_tokenizer* tokeni
                                                    int64_t capacity, int64_t* out_bytes);
 
 /**
- * @brief One past the largest id of the tokenizer.
+ * @brief One past the largest id of the tokenizer (added tokens included), which may exceed the
+ * number of tokens where the ids have gaps; compare with the model's vocab_size.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
  * Thread-safe.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.

@@ -5,7 +5,7 @@ FP8 end-to-end reinforcement learning of LLM policies, from Julia, over the C
 library `libfp8rl` (set `FP8RL_LIBRARY` to the built `libfp8rl.so`).
 
 The C API's handles are Julia objects that free themselves ([`Context`](@ref),
-[`Policy`](@ref), [`Rollout`](@ref), [`Trainer`](@ref); `close` frees them at
+[`Policy`](@ref), [`Rollout`](@ref), [`Trainer`](@ref), [`Tokenizer`](@ref); `close` frees them at
 once), its failures are [`FP8RLError`](@ref)s carrying the library's status and
 message, its option structs are keyword-constructed Julia structs whose
 defaults come from the library, and arrays go in and come out as `Array`s.
@@ -47,6 +47,7 @@ include("context.jl")
 include("arrays.jl")
 include("numerics.jl")
 include("policy.jl")
+include("tokenizer.jl")
 include("rollouts.jl")
 include("trainer.jl")
 include("mismatch.jl")
@@ -66,6 +67,8 @@ export Rollout, Completion, generate, score, completions, total_tokens, experts
 export Trainer, train_step!, train_iteration!, recompute_logprobs, recalibrate!, next_seeds, save_state, load_state!
 export gather_weights!
 export mismatch_metrics
+export Tokenizer, load_tokenizer, tokenizer, encode, encode_batch, decode, token_to_id, id_to_piece, vocab_size,
+    special_ids
 export QuantizedMatrix, quantized_sizes, quantize, dequantize, convert_dtype, gemm_fp8, gemm_bf16
 
 function __init__()

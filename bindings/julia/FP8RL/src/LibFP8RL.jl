@@ -34,6 +34,7 @@ const FP8RL_VERSION_PATCH = 0
 const FP8RL_VERSION = 200
 const FP8RL_MAX_EOS_TOKEN_IDS = 8
 const FP8RL_MAX_MLP_ONLY_LAYERS = 64
+const FP8RL_MAX_EOS_IDS = 8
 
 # ---- enums: 32-bit C ints (each has a FORCE_32BIT member)
 
@@ -159,6 +160,8 @@ mutable struct fp8rl_context end
 mutable struct fp8rl_communicator end
 mutable struct fp8rl_policy end
 mutable struct fp8rl_rollout end
+mutable struct fp8rl_tokenizer end
+mutable struct fp8rl_encoding end
 mutable struct fp8rl_trainer end
 
 # ---- callbacks: C function pointers (make them with @cfunction)
@@ -271,6 +274,15 @@ struct fp8rl_sampling_options
     batch_slots::Int32
     max_tokens_per_step::Int32
     record_experts::Int32
+end
+
+struct fp8rl_special_token_ids
+    struct_size::UInt32
+    bos::Int32
+    pad::Int32
+    add_bos_token::Int32
+    num_eos::Int32
+    eos::NTuple{8, Int32}
 end
 
 struct fp8rl_importance_options
@@ -955,6 +967,160 @@ fp8rl_status fp8rl_rollout_destroy(fp8rl_rollout* rollout)
 """
 function fp8rl_rollout_destroy(rollout)
     @ccall $(_symbol(:fp8rl_rollout_destroy))(rollout::Ptr{fp8rl_rollout})::fp8rl_status
+end
+
+"""
+    fp8rl_special_token_ids_init(ids)
+
+```c
+fp8rl_status fp8rl_special_token_ids_init(fp8rl_special_token_ids* ids)
+```
+"""
+function fp8rl_special_token_ids_init(ids)
+    @ccall $(_symbol(:fp8rl_special_token_ids_init))(ids::Ptr{fp8rl_special_token_ids})::fp8rl_status
+end
+
+"""
+    fp8rl_tokenizer_load(folder, out_tokenizer)
+
+```c
+fp8rl_status fp8rl_tokenizer_load(const char* folder, fp8rl_tokenizer** out_tokenizer)
+```
+"""
+function fp8rl_tokenizer_load(folder, out_tokenizer)
+    @ccall $(_symbol(:fp8rl_tokenizer_load))(folder::Cstring, out_tokenizer::Ptr{Ptr{fp8rl_tokenizer}})::fp8rl_status
+end
+
+"""
+    fp8rl_policy_load_tokenizer(policy, out_tokenizer)
+
+```c
+fp8rl_status fp8rl_policy_load_tokenizer(const fp8rl_policy* policy, fp8rl_tokenizer** out_tokenizer)
+```
+"""
+function fp8rl_policy_load_tokenizer(policy, out_tokenizer)
+    @ccall $(_symbol(:fp8rl_policy_load_tokenizer))(policy::Ptr{fp8rl_policy}, out_tokenizer::Ptr{Ptr{fp8rl_tokenizer}})::fp8rl_status
+end
+
+"""
+    fp8rl_tokenizer_destroy(tokenizer)
+
+```c
+fp8rl_status fp8rl_tokenizer_destroy(fp8rl_tokenizer* tokenizer)
+```
+"""
+function fp8rl_tokenizer_destroy(tokenizer)
+    @ccall $(_symbol(:fp8rl_tokenizer_destroy))(tokenizer::Ptr{fp8rl_tokenizer})::fp8rl_status
+end
+
+"""
+    fp8rl_tokenizer_encode(tokenizer, text, text_bytes, add_special_tokens, ids, capacity, out_count)
+
+```c
+fp8rl_status fp8rl_tokenizer_encode(const fp8rl_tokenizer* tokenizer, const char* text, int64_t text_bytes, int32_t add_special_tokens, int32_t* ids, int64_t capacity, int64_t* out_count)
+```
+"""
+function fp8rl_tokenizer_encode(tokenizer, text, text_bytes, add_special_tokens, ids, capacity, out_count)
+    @ccall $(_symbol(:fp8rl_tokenizer_encode))(tokenizer::Ptr{fp8rl_tokenizer}, text::Cstring, text_bytes::Int64, add_special_tokens::Int32, ids::Ptr{Int32}, capacity::Int64, out_count::Ptr{Int64})::fp8rl_status
+end
+
+"""
+    fp8rl_tokenizer_encode_batch(tokenizer, texts, text_bytes, count, add_special_tokens, out_encoding)
+
+```c
+fp8rl_status fp8rl_tokenizer_encode_batch(const fp8rl_tokenizer* tokenizer, const char* const* texts, const int64_t* text_bytes, int64_t count, int32_t add_special_tokens, fp8rl_encoding** out_encoding)
+```
+"""
+function fp8rl_tokenizer_encode_batch(tokenizer, texts, text_bytes, count, add_special_tokens, out_encoding)
+    @ccall $(_symbol(:fp8rl_tokenizer_encode_batch))(tokenizer::Ptr{fp8rl_tokenizer}, texts::Ptr{Cstring}, text_bytes::Ptr{Int64}, count::Int64, add_special_tokens::Int32, out_encoding::Ptr{Ptr{fp8rl_encoding}})::fp8rl_status
+end
+
+"""
+    fp8rl_encoding_count(encoding, out_count)
+
+```c
+fp8rl_status fp8rl_encoding_count(const fp8rl_encoding* encoding, int64_t* out_count)
+```
+"""
+function fp8rl_encoding_count(encoding, out_count)
+    @ccall $(_symbol(:fp8rl_encoding_count))(encoding::Ptr{fp8rl_encoding}, out_count::Ptr{Int64})::fp8rl_status
+end
+
+"""
+    fp8rl_encoding_get(encoding, index, out_ids, out_count)
+
+```c
+fp8rl_status fp8rl_encoding_get(const fp8rl_encoding* encoding, int64_t index, const int32_t** out_ids, int64_t* out_count)
+```
+"""
+function fp8rl_encoding_get(encoding, index, out_ids, out_count)
+    @ccall $(_symbol(:fp8rl_encoding_get))(encoding::Ptr{fp8rl_encoding}, index::Int64, out_ids::Ptr{Ptr{Int32}}, out_count::Ptr{Int64})::fp8rl_status
+end
+
+"""
+    fp8rl_encoding_destroy(encoding)
+
+```c
+fp8rl_status fp8rl_encoding_destroy(fp8rl_encoding* encoding)
+```
+"""
+function fp8rl_encoding_destroy(encoding)
+    @ccall $(_symbol(:fp8rl_encoding_destroy))(encoding::Ptr{fp8rl_encoding})::fp8rl_status
+end
+
+"""
+    fp8rl_tokenizer_decode(tokenizer, ids, count, skip_special_tokens, text, capacity, out_bytes)
+
+```c
+fp8rl_status fp8rl_tokenizer_decode(const fp8rl_tokenizer* tokenizer, const int32_t* ids, int64_t count, int32_t skip_special_tokens, char* text, int64_t capacity, int64_t* out_bytes)
+```
+"""
+function fp8rl_tokenizer_decode(tokenizer, ids, count, skip_special_tokens, text, capacity, out_bytes)
+    @ccall $(_symbol(:fp8rl_tokenizer_decode))(tokenizer::Ptr{fp8rl_tokenizer}, ids::Ptr{Int32}, count::Int64, skip_special_tokens::Int32, text::Ptr{Cchar}, capacity::Int64, out_bytes::Ptr{Int64})::fp8rl_status
+end
+
+"""
+    fp8rl_tokenizer_token_to_id(tokenizer, piece, piece_bytes, out_id)
+
+```c
+fp8rl_status fp8rl_tokenizer_token_to_id(const fp8rl_tokenizer* tokenizer, const char* piece, int64_t piece_bytes, int32_t* out_id)
+```
+"""
+function fp8rl_tokenizer_token_to_id(tokenizer, piece, piece_bytes, out_id)
+    @ccall $(_symbol(:fp8rl_tokenizer_token_to_id))(tokenizer::Ptr{fp8rl_tokenizer}, piece::Cstring, piece_bytes::Int64, out_id::Ptr{Int32})::fp8rl_status
+end
+
+"""
+    fp8rl_tokenizer_id_to_piece(tokenizer, id, piece, capacity, out_bytes)
+
+```c
+fp8rl_status fp8rl_tokenizer_id_to_piece(const fp8rl_tokenizer* tokenizer, int32_t id, char* piece, int64_t capacity, int64_t* out_bytes)
+```
+"""
+function fp8rl_tokenizer_id_to_piece(tokenizer, id, piece, capacity, out_bytes)
+    @ccall $(_symbol(:fp8rl_tokenizer_id_to_piece))(tokenizer::Ptr{fp8rl_tokenizer}, id::Int32, piece::Ptr{Cchar}, capacity::Int64, out_bytes::Ptr{Int64})::fp8rl_status
+end
+
+"""
+    fp8rl_tokenizer_vocab_size(tokenizer, out_size)
+
+```c
+fp8rl_status fp8rl_tokenizer_vocab_size(const fp8rl_tokenizer* tokenizer, int64_t* out_size)
+```
+"""
+function fp8rl_tokenizer_vocab_size(tokenizer, out_size)
+    @ccall $(_symbol(:fp8rl_tokenizer_vocab_size))(tokenizer::Ptr{fp8rl_tokenizer}, out_size::Ptr{Int64})::fp8rl_status
+end
+
+"""
+    fp8rl_tokenizer_special_ids(tokenizer, out_ids)
+
+```c
+fp8rl_status fp8rl_tokenizer_special_ids(const fp8rl_tokenizer* tokenizer, fp8rl_special_token_ids* out_ids)
+```
+"""
+function fp8rl_tokenizer_special_ids(tokenizer, out_ids)
+    @ccall $(_symbol(:fp8rl_tokenizer_special_ids))(tokenizer::Ptr{fp8rl_tokenizer}, out_ids::Ptr{fp8rl_special_token_ids})::fp8rl_status
 end
 
 """

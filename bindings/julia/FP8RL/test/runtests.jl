@@ -580,6 +580,87 @@ end
     end
 end
 
+# The hand-written byte-level BPE tokenizer of tests/capi/tiny_tokenizer.h: ids 0..255 are the bytes (spelled with
+# GPT-2's byte-to-character table, the space as "Ġ"), merges 256 he, 257 ll, 258 hell, 259 hello, 260 Ġw, 261 or,
+# 262 Ġwor, special tokens 263 <s>, 264 </s>, 265 <pad>, post-processor "<s> $A".
+function byte_char(b::Integer)
+    printable(c) = 0x21 <= c <= 0x7e || 0xa1 <= c <= 0xac || 0xae <= c <= 0xff
+    printable(b) && return Char(b)
+    return Char(256 + count(c -> !printable(c), 0:b-1))
+end
+
+json_string(s) = "\"" * replace(s, "\\" => "\\\\", "\"" => "\\\"") * "\""
+
+function write_tiny_tokenizer(dir)
+    space = string(byte_char(UInt8(' ')))
+    merges = [("h", "e"), ("l", "l"), ("he", "ll"), ("hell", "o"), (space, "w"), ("o", "r"), (space * "w", "or")]
+    vocab = [json_string(string(byte_char(b))) * ":$b" for b in 0:255]
+    append!(vocab, [json_string(a * b) * ":$(255 + i)" for (i, (a, b)) in enumerate(merges)])
+    added(id, content) = """{"id":$id,"content":"$content","single_word":false,"lstrip":false,"rstrip":false,""" *
+                         """"normalized":false,"special":true}"""
+    json = """{"version":"1.0","added_tokens":[$(added(263, "<s>")),$(added(264, "</s>")),$(added(265, "<pad>"))],
+        "normalizer":null,
+        "pre_tokenizer":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true},
+        "post_processor":{"type":"TemplateProcessing",
+          "single":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],
+          "pair":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}},
+                  {"Sequence":{"id":"B","type_id":1}}],
+          "special_tokens":{"<s>":{"id":"<s>","ids":[263],"tokens":["<s>"]}}},
+        "decoder":{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true},
+        "model":{"type":"BPE","dropout":null,"unk_token":null,"fuse_unk":false,"byte_fallback":false,
+          "vocab":{$(join(vocab, ","))},"merges":[$(join([json_string(a * " " * b) for (a, b) in merges], ","))]}}"""
+    write(joinpath(dir, "tokenizer.json"), json)
+    write(joinpath(dir, "tokenizer_config.json"),
+          """{"bos_token": "<s>", "eos_token": {"content": "</s>"}, "pad_token": "<pad>", "add_bos_token": true}""")
+    write(joinpath(dir, "generation_config.json"), """{"eos_token_id": [264, 10]}""")
+    return dir
+end
+
+@testset "tokenizers" begin
+    mktempdir() do dir
+        write_tiny_tokenizer(dir)
+        load_tokenizer(dir) do tok
+            @test encode(tok, "hello world") == Int32[263, 259, 262, 108, 100]
+            @test encode(tok, "hello world"; add_special_tokens = false) == Int32[259, 262, 108, 100]
+            @test encode(tok, "") == Int32[263]
+            @test encode(tok, UInt8[0xff]; add_special_tokens = false) == Int32[239, 191, 189]  # repaired to U+FFFD
+            @test encode(tok, "a\0b"; add_special_tokens = false) == Int32[97, 0, 98]
+            @test length(encode(tok, fill(0xff, 1000); add_special_tokens = false)) == 3000
+            @test decode(tok, [263, 259, 262, 108, 100]) == "<s>hello world"
+            @test decode(tok, [263, 259, 262, 108, 100]; skip_special_tokens = true) == "hello world"
+            @test decode(tok, [259, 266, 100_000, 262]) == "hello wor"
+            @test decode(tok, [195]) == "\ufffd"
+            @test decode(tok, fill(259, 500)) == "hello"^500
+            @test is_error(thrown(() -> decode(tok, [5, -2])), INVALID_ARGUMENT)
+            texts = ["hello world", "", "\xff", "hello</s>"]
+            @test encode_batch(tok, texts) == [encode(tok, t) for t in texts]
+            @test encode_batch(tok, String[]) == Vector{Int32}[]
+            @test id_to_piece(tok, 262) == "Ġwor"
+            @test all(token_to_id(tok, id_to_piece(tok, id)) == id for id in 0:265)
+            @test token_to_id(tok, " ") === nothing
+            @test is_error(thrown(() -> id_to_piece(tok, 266)), INVALID_ARGUMENT)
+            @test vocab_size(tok) == 266
+            @test special_ids(tok) == (bos = 263, eos = Int32[264, 10], pad = 265, add_bos_token = true)
+        end
+        err = thrown(() -> load_tokenizer(joinpath(dir, "missing")))
+        @test is_error(err, LibFP8RL.FP8RL_ERROR_IO) && occursin("tokenizer.json", err.message)
+
+        Policy(tiny_config(); seed = 1) do policy
+            @test is_error(thrown(() -> tokenizer(policy)), INVALID_ARGUMENT)
+            save(policy, joinpath(dir, "model"); dtype = :f32)
+        end
+        for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json")
+            cp(joinpath(dir, name), joinpath(dir, "model", name))
+        end
+        tok = load_policy(joinpath(dir, "model")) do policy
+            tokenizer(policy)
+        end
+        @test encode(tok, "hello world") == Int32[263, 259, 262, 108, 100]  # outlives the policy
+        close(tok)
+        @test !isopen(tok)
+    end
+end
+
 @testset "generation and scoring" begin
     Policy(tiny_config(); seed = 1, recipe = Recipe(:fp8_full)) do policy
         # default seeds count up per policy

@@ -15,6 +15,8 @@ pub const FP8RL_VERSION: u32 = 200;
 pub const FP8RL_MAX_EOS_TOKEN_IDS: u32 = 8;
 /// `#define FP8RL_MAX_MLP_ONLY_LAYERS 64`
 pub const FP8RL_MAX_MLP_ONLY_LAYERS: u32 = 64;
+/// `#define FP8RL_MAX_EOS_IDS 8`
+pub const FP8RL_MAX_EOS_IDS: u32 = 8;
 
 // ---- enums: 32-bit C ints (each has a FORCE_32BIT member)
 
@@ -174,6 +176,16 @@ pub struct fp8rl_policy {
 pub struct fp8rl_rollout {
     _private: [u8; 0],
 }
+/// Opaque C handle `fp8rl_tokenizer`.
+#[repr(C)]
+pub struct fp8rl_tokenizer {
+    _private: [u8; 0],
+}
+/// Opaque C handle `fp8rl_encoding`.
+#[repr(C)]
+pub struct fp8rl_encoding {
+    _private: [u8; 0],
+}
 /// Opaque C handle `fp8rl_trainer`.
 #[repr(C)]
 pub struct fp8rl_trainer {
@@ -318,6 +330,18 @@ pub struct fp8rl_sampling_options {
     pub batch_slots: i32,
     pub max_tokens_per_step: i32,
     pub record_experts: i32,
+}
+
+/// C `struct fp8rl_special_token_ids`; fill with its init function where it has one.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct fp8rl_special_token_ids {
+    pub struct_size: u32,
+    pub bos: i32,
+    pub pad: i32,
+    pub add_bos_token: i32,
+    pub num_eos: i32,
+    pub eos: [i32; 8],
 }
 
 /// C `struct fp8rl_importance_options`; fill with its init function where it has one.
@@ -575,6 +599,34 @@ extern "C" {
     pub fn fp8rl_rollout_get_experts(rollout: *const fp8rl_rollout, index: i64, out_experts: *mut *const i32, out_positions: *mut i64, out_sparse_layers: *mut i64, out_top_k: *mut i64) -> fp8rl_status;
     /// `fp8rl_status fp8rl_rollout_destroy(fp8rl_rollout* rollout)`
     pub fn fp8rl_rollout_destroy(rollout: *mut fp8rl_rollout) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_special_token_ids_init(fp8rl_special_token_ids* ids)`
+    pub fn fp8rl_special_token_ids_init(ids: *mut fp8rl_special_token_ids) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_tokenizer_load(const char* folder, fp8rl_tokenizer** out_tokenizer)`
+    pub fn fp8rl_tokenizer_load(folder: *const c_char, out_tokenizer: *mut *mut fp8rl_tokenizer) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_policy_load_tokenizer(const fp8rl_policy* policy, fp8rl_tokenizer** out_tokenizer)`
+    pub fn fp8rl_policy_load_tokenizer(policy: *const fp8rl_policy, out_tokenizer: *mut *mut fp8rl_tokenizer) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_tokenizer_destroy(fp8rl_tokenizer* tokenizer)`
+    pub fn fp8rl_tokenizer_destroy(tokenizer: *mut fp8rl_tokenizer) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_tokenizer_encode(const fp8rl_tokenizer* tokenizer, const char* text, int64_t text_bytes, int32_t add_special_tokens, int32_t* ids, int64_t capacity, int64_t* out_count)`
+    pub fn fp8rl_tokenizer_encode(tokenizer: *const fp8rl_tokenizer, text: *const c_char, text_bytes: i64, add_special_tokens: i32, ids: *mut i32, capacity: i64, out_count: *mut i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_tokenizer_encode_batch(const fp8rl_tokenizer* tokenizer, const char* const* texts, const int64_t* text_bytes, int64_t count, int32_t add_special_tokens, fp8rl_encoding** out_encoding)`
+    pub fn fp8rl_tokenizer_encode_batch(tokenizer: *const fp8rl_tokenizer, texts: *const *const c_char, text_bytes: *const i64, count: i64, add_special_tokens: i32, out_encoding: *mut *mut fp8rl_encoding) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_encoding_count(const fp8rl_encoding* encoding, int64_t* out_count)`
+    pub fn fp8rl_encoding_count(encoding: *const fp8rl_encoding, out_count: *mut i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_encoding_get(const fp8rl_encoding* encoding, int64_t index, const int32_t** out_ids, int64_t* out_count)`
+    pub fn fp8rl_encoding_get(encoding: *const fp8rl_encoding, index: i64, out_ids: *mut *const i32, out_count: *mut i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_encoding_destroy(fp8rl_encoding* encoding)`
+    pub fn fp8rl_encoding_destroy(encoding: *mut fp8rl_encoding) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_tokenizer_decode(const fp8rl_tokenizer* tokenizer, const int32_t* ids, int64_t count, int32_t skip_special_tokens, char* text, int64_t capacity, int64_t* out_bytes)`
+    pub fn fp8rl_tokenizer_decode(tokenizer: *const fp8rl_tokenizer, ids: *const i32, count: i64, skip_special_tokens: i32, text: *mut c_char, capacity: i64, out_bytes: *mut i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_tokenizer_token_to_id(const fp8rl_tokenizer* tokenizer, const char* piece, int64_t piece_bytes, int32_t* out_id)`
+    pub fn fp8rl_tokenizer_token_to_id(tokenizer: *const fp8rl_tokenizer, piece: *const c_char, piece_bytes: i64, out_id: *mut i32) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_tokenizer_id_to_piece(const fp8rl_tokenizer* tokenizer, int32_t id, char* piece, int64_t capacity, int64_t* out_bytes)`
+    pub fn fp8rl_tokenizer_id_to_piece(tokenizer: *const fp8rl_tokenizer, id: i32, piece: *mut c_char, capacity: i64, out_bytes: *mut i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_tokenizer_vocab_size(const fp8rl_tokenizer* tokenizer, int64_t* out_size)`
+    pub fn fp8rl_tokenizer_vocab_size(tokenizer: *const fp8rl_tokenizer, out_size: *mut i64) -> fp8rl_status;
+    /// `fp8rl_status fp8rl_tokenizer_special_ids(const fp8rl_tokenizer* tokenizer, fp8rl_special_token_ids* out_ids)`
+    pub fn fp8rl_tokenizer_special_ids(tokenizer: *const fp8rl_tokenizer, out_ids: *mut fp8rl_special_token_ids) -> fp8rl_status;
     /// `fp8rl_status fp8rl_importance_options_init(fp8rl_importance_options* options)`
     pub fn fp8rl_importance_options_init(options: *mut fp8rl_importance_options) -> fp8rl_status;
     /// `fp8rl_status fp8rl_mismatch_metrics_init(fp8rl_mismatch_metrics* metrics)`
@@ -735,6 +787,13 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_sampling_options.batch_slots", core::mem::offset_of!(fp8rl_sampling_options, batch_slots), core::mem::size_of::<i32>()),
     ("fp8rl_sampling_options.max_tokens_per_step", core::mem::offset_of!(fp8rl_sampling_options, max_tokens_per_step), core::mem::size_of::<i32>()),
     ("fp8rl_sampling_options.record_experts", core::mem::offset_of!(fp8rl_sampling_options, record_experts), core::mem::size_of::<i32>()),
+    ("fp8rl_special_token_ids", 0, core::mem::size_of::<fp8rl_special_token_ids>()),
+    ("fp8rl_special_token_ids.struct_size", core::mem::offset_of!(fp8rl_special_token_ids, struct_size), core::mem::size_of::<u32>()),
+    ("fp8rl_special_token_ids.bos", core::mem::offset_of!(fp8rl_special_token_ids, bos), core::mem::size_of::<i32>()),
+    ("fp8rl_special_token_ids.pad", core::mem::offset_of!(fp8rl_special_token_ids, pad), core::mem::size_of::<i32>()),
+    ("fp8rl_special_token_ids.add_bos_token", core::mem::offset_of!(fp8rl_special_token_ids, add_bos_token), core::mem::size_of::<i32>()),
+    ("fp8rl_special_token_ids.num_eos", core::mem::offset_of!(fp8rl_special_token_ids, num_eos), core::mem::size_of::<i32>()),
+    ("fp8rl_special_token_ids.eos", core::mem::offset_of!(fp8rl_special_token_ids, eos), core::mem::size_of::<[i32; 8]>()),
     ("fp8rl_importance_options", 0, core::mem::size_of::<fp8rl_importance_options>()),
     ("fp8rl_importance_options.struct_size", core::mem::offset_of!(fp8rl_importance_options, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_importance_options.mode", core::mem::offset_of!(fp8rl_importance_options, mode), core::mem::size_of::<fp8rl_importance_mode>()),
@@ -863,6 +922,7 @@ pub const VALUES: &[(&str, i64)] = &[
     ("FP8RL_VERSION", FP8RL_VERSION as i64),
     ("FP8RL_MAX_EOS_TOKEN_IDS", FP8RL_MAX_EOS_TOKEN_IDS as i64),
     ("FP8RL_MAX_MLP_ONLY_LAYERS", FP8RL_MAX_MLP_ONLY_LAYERS as i64),
+    ("FP8RL_MAX_EOS_IDS", FP8RL_MAX_EOS_IDS as i64),
     ("FP8RL_OK", FP8RL_OK as i64),
     ("FP8RL_ERROR_INVALID_ARGUMENT", FP8RL_ERROR_INVALID_ARGUMENT as i64),
     ("FP8RL_ERROR_OUT_OF_MEMORY", FP8RL_ERROR_OUT_OF_MEMORY as i64),
@@ -998,6 +1058,20 @@ pub const FUNCTIONS: &[&str] = &[
     "fp8rl_rollout_copy",
     "fp8rl_rollout_get_experts",
     "fp8rl_rollout_destroy",
+    "fp8rl_special_token_ids_init",
+    "fp8rl_tokenizer_load",
+    "fp8rl_policy_load_tokenizer",
+    "fp8rl_tokenizer_destroy",
+    "fp8rl_tokenizer_encode",
+    "fp8rl_tokenizer_encode_batch",
+    "fp8rl_encoding_count",
+    "fp8rl_encoding_get",
+    "fp8rl_encoding_destroy",
+    "fp8rl_tokenizer_decode",
+    "fp8rl_tokenizer_token_to_id",
+    "fp8rl_tokenizer_id_to_piece",
+    "fp8rl_tokenizer_vocab_size",
+    "fp8rl_tokenizer_special_ids",
     "fp8rl_importance_options_init",
     "fp8rl_mismatch_metrics_init",
     "fp8rl_mismatch_metrics_compute",

@@ -11,7 +11,9 @@
 //! - a [`Rollout`] (the completions of one generation) owns copies and
 //!   depends on nothing; its [`Completion`]s borrow it, zero-copy;
 //! - a [`Communicator`] (the ranks of data-parallel training) is shared by
-//!   the contexts built with it, each of which keeps its own reference.
+//!   the contexts built with it, each of which keeps its own reference;
+//! - a [`Tokenizer`] (a model folder's `tokenizer.json`) depends on nothing:
+//!   [`Policy::tokenizer`] reads the policy's folder once.
 //!
 //! Every failure is an [`Error`] carrying the library's [`Status`] and its
 //! message. Options structs are Rust structs with public fields and builder
@@ -89,6 +91,7 @@ mod report;
 mod rollout;
 mod sampling;
 mod sequences;
+mod tokenizer;
 mod trainer;
 mod trainer_options;
 mod version;
@@ -115,6 +118,7 @@ pub use report::MemoryReport;
 pub use rollout::{Completion, Completions, ExpertChoices, Iter, Rollout};
 pub use sampling::SamplingOptions;
 pub use sequences::Sequences;
+pub use tokenizer::{SpecialTokenIds, Tokenizer, MAX_EOS_IDS};
 pub use trainer::Trainer;
 pub use trainer_options::TrainerOptions;
 pub use version::{build_features, version, version_string, Features, HEADER_VERSION};

@@ -12,6 +12,7 @@ use crate::enums::DType;
 use crate::error::{check, Result};
 use crate::recipe::Recipe;
 use crate::report::MemoryReport;
+use crate::tokenizer::Tokenizer;
 
 /// A model's FP32 master weights, its precision recipe and the compute copies
 /// of the weights that recipe implies (`fp8rl_policy`).
@@ -92,6 +93,20 @@ impl<'ctx> Policy<'ctx> {
         // SAFETY: a valid context, NUL-terminated path and out-pointer.
         check(unsafe { sys::fp8rl_policy_load(context.as_ptr(), folder.as_ptr(), &mut raw) })?;
         Ok(Self::from_raw(raw, context))
+    }
+
+    /// The tokenizer of the folder the policy was loaded from
+    /// ([`Policy::load`]): its `tokenizer.json` and configs, read now. The
+    /// tokenizer does not borrow the policy.
+    ///
+    /// A policy not loaded from a folder ([`Policy::random`]) fails with
+    /// [`Status::InvalidArgument`](crate::Status::InvalidArgument); other
+    /// errors as [`Tokenizer::load`].
+    pub fn tokenizer(&self) -> Result<Tokenizer> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: a valid policy and out-pointer.
+        check(unsafe { sys::fp8rl_policy_load_tokenizer(self.raw.as_ptr(), &mut raw) })?;
+        Ok(Tokenizer::from_raw(raw))
     }
 
     /// The context the policy lives on.
