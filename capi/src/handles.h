@@ -4,11 +4,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/context.h"
 #include "core/dist/communicator.h"
 #include "core/policy/policy.h"
+#include "core/text/tokenizer.h"
 #include "core/train/trainer.h"
 
 // A reference to a communicator: contexts created with it hold their own.
@@ -28,6 +30,9 @@ struct fp8rl_policy {
   std::unique_ptr<fp8rl::policy::Policy> impl;
   // Trainers bound to this policy: fp8rl_policy_destroy refuses while any live.
   std::atomic<int64_t> live_trainers{0};
+  // The folder fp8rl_policy_load read (absolute), where fp8rl_policy_load_tokenizer
+  // finds tokenizer.json; empty for a policy created otherwise.
+  std::string folder;
 };
 
 struct fp8rl_trainer {
@@ -51,6 +56,17 @@ struct fp8rl_rollout {
   int64_t top_k = 0;
 };
 
+// Immutable after loading, so any number of threads may use one at once.
+struct fp8rl_tokenizer {
+  fp8rl::text::Tokenizer impl;
+};
+
+// The ids of several texts: text i is [offsets[i], offsets[i + 1]) of ids.
+struct fp8rl_encoding {
+  std::vector<int32_t> ids;
+  std::vector<int64_t> offsets;  // [count + 1]
+};
+
 namespace fp8rl::capi {
 
 inline Context& context_of(fp8rl_context* handle) {
@@ -71,6 +87,16 @@ inline policy::Policy& policy_of(const fp8rl_policy* handle) {
 inline train::Trainer& trainer_of(const fp8rl_trainer* handle) {
   require(handle != nullptr, "trainer is NULL");
   return *handle->impl;
+}
+
+inline const text::Tokenizer& tokenizer_of(const fp8rl_tokenizer* handle) {
+  require(handle != nullptr, "tokenizer is NULL");
+  return handle->impl;
+}
+
+inline const fp8rl_encoding& encoding_of(const fp8rl_encoding* handle) {
+  require(handle != nullptr, "encoding is NULL");
+  return *handle;
 }
 
 inline const fp8rl_rollout& rollout_of(const fp8rl_rollout* handle) {

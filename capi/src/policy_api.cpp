@@ -1,7 +1,10 @@
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <utility>
 
 #include "api_guard.h"
@@ -25,7 +28,7 @@ namespace {
 // Builds the policy on the context (serialized with its other calls) and
 // hands out a handle; nothing is written to *out and nothing leaks on failure.
 void create_policy(fp8rl_context* context, const std::function<std::unique_ptr<Policy>(fp8rl::Context&)>& build,
-                   fp8rl_policy** out) {
+                   fp8rl_policy** out, std::string folder = {}) {
   auto& impl = context_of(context);
   std::unique_ptr<Policy> policy;
   {
@@ -35,8 +38,17 @@ void create_policy(fp8rl_context* context, const std::function<std::unique_ptr<P
   auto handle = std::make_unique<fp8rl_policy>();
   handle->context = context;
   handle->impl = std::move(policy);
+  handle->folder = std::move(folder);
   ++context->live_policies;
   *out = handle.release();
+}
+
+// The folder as an absolute path, so that fp8rl_policy_load_tokenizer finds
+// it after the caller changes the working directory.
+std::string absolute_folder(const char* folder) {
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(folder, error);
+  return error ? std::string(folder) : absolute.string();
 }
 
 std::mutex& mutex_of(const fp8rl_policy* policy) {
@@ -87,7 +99,7 @@ FP8RL_API fp8rl_status fp8rl_policy_load(fp8rl_context* context, const char* fol
     create_policy(
         context,
         [&](fp8rl::Context& impl) { return fp8rl::policy::policy_from_checkpoint(impl, std::move(checkpoint), recipe); },
-        out_policy);
+        out_policy, absolute_folder(folder));
   });
 }
 

@@ -29,6 +29,7 @@ struct Tokenizer::Impl {
   PostProcessSpec post_process;
   // Decoding, by id: the token's bytes after the decoder, whether it exists, whether it is special.
   std::vector<std::string> decoded;
+  std::vector<std::string> pieces;  // the token's spelling (id_to_token)
   std::vector<uint8_t> exists, special;
   std::unordered_map<std::string, uint32_t> token_ids;
   SpecialTokenIds special_ids;
@@ -116,6 +117,7 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, const std::strin
   for (const AddedTokenSpec& token : spec.added_tokens) max_id = std::max(max_id, token.id);
   const size_t size = spec.vocab.empty() && spec.added_tokens.empty() ? 0 : size_t{max_id} + 1;
   impl->decoded.resize(size);
+  impl->pieces.resize(size);
   impl->exists.assign(size, 0);
   impl->special.assign(size, 0);
   std::unordered_set<std::string> special_contents;
@@ -126,6 +128,7 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, const std::strin
     impl->exists[id] = 1;
     impl->special[id] = special_contents.count(token) != 0;
     impl->decoded[id].clear();
+    impl->pieces[id] = token;
     if (!spec.byte_level_decoder || !byte_level_decode(token, impl->decoded[id])) impl->decoded[id] = token;
     impl->token_ids[token] = id;
   };
@@ -181,6 +184,12 @@ std::string Tokenizer::decode(const int32_t* ids, size_t count, bool skip_specia
 int32_t Tokenizer::token_to_id(std::string_view token) const {
   const auto found = impl_->token_ids.find(std::string(token));
   return found == impl_->token_ids.end() ? -1 : static_cast<int32_t>(found->second);
+}
+
+std::optional<std::string_view> Tokenizer::id_to_token(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= impl_->exists.size() || !impl_->exists[static_cast<size_t>(id)])
+    return std::nullopt;
+  return std::string_view(impl_->pieces[static_cast<size_t>(id)]);
 }
 
 size_t Tokenizer::vocab_size() const { return impl_->exists.size(); }

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,11 @@ class Tokenizer {
 
   // The id of a token (byte-level spelling, or an added token's content), or -1.
   int32_t token_to_id(std::string_view token) const;
+  // The spelling of token `id` as token_to_id takes it (byte-level, as in
+  // tokenizer.json, or an added token's content; an added token wins over a
+  // model token of the same id, as in tokenizers' id_to_token); nullopt for
+  // an id that names no token. The view lives as long as the tokenizer.
+  std::optional<std::string_view> id_to_token(int32_t id) const;
   // One past the largest id.
   size_t vocab_size() const;
   const SpecialTokenIds& special_ids() const;

@@ -23,6 +23,7 @@ Tokenizer Tokenizer::from_json(std::string_view, const std::string&) { unavailab
 std::vector<int32_t> Tokenizer::encode(std::string_view, bool) const { unavailable(); }
 std::string Tokenizer::decode(const int32_t*, size_t, bool) const { unavailable(); }
 int32_t Tokenizer::token_to_id(std::string_view) const { unavailable(); }
+std::optional<std::string_view> Tokenizer::id_to_token(int32_t) const { unavailable(); }
 size_t Tokenizer::vocab_size() const { unavailable(); }
 const SpecialTokenIds& Tokenizer::special_ids() const { unavailable(); }
 

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "capi/capi_policy_fixture.h"
+#include "capi/tiny_tokenizer.h"
 
 namespace capi_test::bad_input {
 
@@ -58,7 +59,9 @@ struct Outs {
   fp8rl_trainer* trainer;
   fp8rl_rollout* rollout;
   fp8rl_communicator* communicator;
-  int32_t rank, world_size;
+  fp8rl_tokenizer* tokenizer;
+  fp8rl_encoding* encoding;
+  int32_t rank, world_size, id;
   uint64_t fingerprint;
   fp8rl_backend backend;
   int32_t num_threads;
@@ -85,6 +88,8 @@ struct Outs {
   float scales[64];
   float c[1024];
   uint16_t bf16[4096];
+  char text[256];
+  fp8rl_special_token_ids special_ids;
 
   void reset() {
     std::memset(static_cast<void*>(this), 0xA5, sizeof *this);
@@ -94,6 +99,7 @@ struct Outs {
     REQUIRE(fp8rl_mismatch_metrics_init(&mismatch) == FP8RL_OK);
     REQUIRE(fp8rl_train_metrics_init(&metrics) == FP8RL_OK);
     for (fp8rl_train_metrics& m : minibatches) REQUIRE(fp8rl_train_metrics_init(&m) == FP8RL_OK);
+    REQUIRE(fp8rl_special_token_ids_init(&special_ids) == FP8RL_OK);
   }
 };
 
@@ -201,6 +207,10 @@ struct World {
   Policy other{context.get(), llama_config()};  // another architecture
   fp8rl_trainer* trainer = nullptr;
   fp8rl_rollout* rollout = nullptr;
+  // The tiny tokenizer (tiny_tokenizer.h) and an encoding of two texts by it;
+  // NULL in a build without the tokenizer (the text rows are then left out).
+  fp8rl_tokenizer* tokenizer = nullptr;
+  fp8rl_encoding* encoding = nullptr;
   Outs outs{};
 
   // Four sequences: prompt 3 tokens, completion 2 (the rollout's, for logp_gen).
@@ -232,8 +242,17 @@ struct World {
     }
     q_scales.assign(2, 0.5f);
     k_scales = v_scales = q_scales;
+    REQUIRE(mkdir(scratch.path("tokenizer").c_str(), 0700) == 0);
+    capi_test::write_tiny_tokenizer(scratch.path("tokenizer"));
+    if (fp8rl_tokenizer_load(scratch.path("tokenizer").c_str(), &tokenizer) == FP8RL_OK) {
+      const char* texts[] = {"hello", "world"};
+      const int64_t bytes[] = {5, 5};
+      REQUIRE(fp8rl_tokenizer_encode_batch(tokenizer, texts, bytes, 2, 1, &encoding) == FP8RL_OK);
+    }
   }
   ~World() {
+    fp8rl_encoding_destroy(encoding);
+    fp8rl_tokenizer_destroy(tokenizer);
     fp8rl_rollout_destroy(rollout);
     fp8rl_trainer_destroy(trainer);
   }
@@ -395,6 +414,7 @@ void mismatch_functions(Table& t, World& w);
 void trainer_functions(Table& t, World& w);
 void numerics_functions(Table& t, World& w);
 void distributed_functions(Table& t, World& w);
+void text_functions(Table& t, World& w);
 
 // Malformed token sequences for a call taking (tokens, offsets, count): ids
 // -1 and vocab_size, offsets that do not start at 0 or decrease, counts 0

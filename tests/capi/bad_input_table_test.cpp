@@ -19,6 +19,7 @@ TEST_CASE("bad input table: every public function refuses each bad argument, nam
   trainer_functions(table, world);
   numerics_functions(table, world);
   distributed_functions(table, world);
+  text_functions(table, world);
   table.run();
 }
 
@@ -36,6 +37,8 @@ TEST_CASE("bad input table: status names of any value, NULL destroys and version
   CHECK(fp8rl_rollout_destroy(nullptr) == FP8RL_OK);
   CHECK(fp8rl_trainer_destroy(nullptr) == FP8RL_OK);
   CHECK(fp8rl_communicator_destroy(nullptr) == FP8RL_OK);
+  CHECK(fp8rl_tokenizer_destroy(nullptr) == FP8RL_OK);
+  CHECK(fp8rl_encoding_destroy(nullptr) == FP8RL_OK);
   CHECK(fp8rl_version() > 0);
   CHECK(std::string(fp8rl_version_string()).size() > 0);
 }
