@@ -10,12 +10,16 @@ OUT/model/        tokenizer.json, tokenizer_config.json, generation_config.json
 OUT/train.jsonl   {"prompt": "What is twelve plus seven?", "answer": "19"}, ...
 OUT/val.jsonl     held-out questions of the same kind
 
-The questions add or subtract two numbers from 0 to N, written in words or
-in digits ("What is 12 plus seven?"); answers are in digits. About one in
-five questions is held out for validation, chosen by a hash of its text.
+The questions add or subtract two numbers from 0 to N; each one is asked
+twice, in words ("What is twelve plus seven?") and with digits ("What is 12
+plus seven?"); answers are in digits. About one in five questions is held out
+for validation, chosen by a hash of its text: most held-out questions have
+their twin in the training rows, so validation measures whether the policy
+carries what it learned across spellings (a tiny policy does not learn
+arithmetic itself in a minute; held-out facts stay near chance).
 
-The binding is found next to this repository (bindings/python) and its
-library through FP8RL_LIBRARY or the build folder, as docs/python.md says.
+The binding is taken from this repository (bindings/python), its library
+from FP8RL_LIBRARY, else from build/capi/libfp8rl.so.
 """
 import argparse
 import hashlib
@@ -26,25 +30,30 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bindings", "python"))
+_BUILT = os.path.join(HERE, "..", "..", "build", "capi", "libfp8rl.so")
+if "FP8RL_LIBRARY" not in os.environ and os.path.exists(_BUILT):
+    os.environ["FP8RL_LIBRARY"] = os.path.abspath(_BUILT)  # ./run's build folder
 
 WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
 BOS, EOS = "<|bos|>", "<|eos|>"
 
 
-def spell(n, rng):
-    """A number as a word or (one time in four) in digits."""
-    return str(n) if rng.random() < 0.25 else WORDS[n]
+def mixed(a, b):
+    """The operands with at least one in digits: "12 plus seven", "twelve plus 7" or "12 plus 7"."""
+    return [(str(a), WORDS[b]), (WORDS[a], str(b)), (str(a), str(b))]
 
 
 def questions(max_number, rng):
-    """(prompt, answer) for every pair and operation, one spelling each."""
+    """(prompt, answer): each sum and difference twice, in words and in a random mix of words and digits."""
     rows = []
     for a in range(max_number + 1):
         for b in range(max_number + 1):
-            rows.append((f"What is {spell(a, rng)} plus {spell(b, rng)}?", str(a + b)))
-            if a >= b:
-                rows.append((f"What is {spell(a, rng)} minus {spell(b, rng)}?", str(a - b)))
+            for op, value in (("plus", a + b), ("minus", a - b)):
+                if value < 0:
+                    continue
+                for x, y in ((WORDS[a], WORDS[b]), rng.choice(mixed(a, b))):
+                    rows.append((f"What is {x} {op} {y}?", str(value)))
     return rows
 
 

@@ -355,9 +355,9 @@ def case_text_train(tmp):
     start = eval_accuracy(run(["eval", "--init-from", model, "--data", val, "--reward", "number",
                                "--threads", "2"]).stdout)[0]
     out = os.path.join(tmp, "run")
-    sft, grpo = 60, 40
+    sft, grpo = 250, 150  # about 25 s on two cores
     proc = run(["train", "--init-from", model, "--data", train, "--val", val, *TEXT_RUN, "--sft-steps", str(sft),
-                "--steps", str(grpo), "--eval-every", "10", "--out", out])
+                "--steps", str(grpo), "--eval-every", "25", "--out", out])
     check("val accuracy final" in proc.stdout and "text " in proc.stdout, "the summary is printed:\n" + proc.stdout)
     records = read_metrics(os.path.join(out, "metrics.jsonl"))
     check(len(records) == sft + grpo, f"one metrics line per step: {len(records)} != {sft + grpo}")
@@ -368,19 +368,20 @@ def case_text_train(tmp):
                 check(math.isfinite(value), f"finite {key} in {r}")
     summary = json.load(open(os.path.join(out, "summary.json")))
     check(summary["reward"] == "number" and summary["data"] == train, summary)
-    first = sum(r["reward_mean"] for r in records[sft:sft + 10]) / 10
-    last = sum(r["reward_mean"] for r in records[-10:]) / 10
+    first = sum(r["reward_mean"] for r in records[sft:sft + 25]) / 25
+    last = sum(r["reward_mean"] for r in records[-25:]) / 25
     curve = " ".join(f"{step}:{acc:.2f}" for step, acc in summary["val_curve"])
     print(f"text: val accuracy {start:.3f} at the start, {summary['sft_end_val_acc']:.3f} after SFT, "
           f"{summary['final_val_acc']:.3f} at the end (curve {curve}); GRPO reward {first:.3f} -> {last:.3f}")
-    check(summary["final_val_acc"] > start + 0.1, f"validation accuracy rises from {start:.3f}")
-    check(last >= first, f"GRPO keeps or raises the reward: first {first:.3f}, last {last:.3f}")
+    check(summary["final_val_acc"] > start + 0.2, f"validation accuracy rises from {start:.3f}")
+    check(last > first, f"GRPO raises the reward: first 25 steps {first:.3f}, last 25 {last:.3f}")
+    check(summary["final_val_acc"] >= summary["sft_end_val_acc"], "GRPO does not lose what SFT reached")
     # The trained policy is a whole HF folder again: eval and generate take it with its tokenizer.
     trained = os.path.join(out, "model")
     check(os.path.exists(os.path.join(trained, "tokenizer.json")), "the tokenizer is copied next to the weights")
     end = eval_accuracy(run(["eval", "--init-from", trained, "--data", val, "--reward", "number",
                              "--recipe", "fp8-gen", "--threads", "2"]).stdout)[0]
-    check(end > start + 0.1, f"eval of the trained folder: {end:.3f}, start {start:.3f}")
+    check(end > start + 0.2, f"eval of the trained folder: {end:.3f}, start {start:.3f}")
 
 
 def case_text_generate(tmp):
@@ -390,10 +391,11 @@ def case_text_generate(tmp):
     for flags in (["--temperature", "0"], ["--temperature", "1", "--seed", "5"]):
         p = run(["generate", "--init-from", model, "--prompt", "What is two plus three?", "--prompt", "What is 7 minus 4?",
                  "--max-new-tokens", "12", "--threads", "2", *flags])
-        blocks = p.stdout.split("[")[1:]
+        # one block per completion, from its "[i] finish:" line (decoded text may hold "[" too)
+        blocks = re.split(r"^(?=\[\d+\] finish:)", p.stdout, flags=re.M)[1:]
         check(len(blocks) == 2, p.stdout)
         for block in blocks:
-            lines = block.splitlines()
+            lines = block.split("\n")
             stop = "finish: stop" in lines[0]
             ids = [int(t) for t in lines[1].split()[1:]]
             text = next(line for line in lines if line.strip().startswith("text:")).split("text:", 1)[1][5:]
