@@ -2,10 +2,12 @@
 """End-to-end tests of the fp8rl command-line program.
 
 usage: cli_test.py PATH/TO/fp8rl CASE
-       (CASE: train | resume | errors | commands | compare | minibatches | plan | moe | all)
+       (CASE: train | resume | errors | commands | compare | minibatches | plan | moe |
+              text_train | text_generate | text_eval | text_errors | all)
 Each case runs the program in a fresh temporary folder and exits non-zero on failure.
-The moe case also writes an HF folder through the Python binding (fp8rl on
-PYTHONPATH, the library in FP8RL_LIBRARY, as tests/cli/CMakeLists.txt sets).
+The moe and text cases also write an HF folder through the Python binding (fp8rl on
+PYTHONPATH, the library in FP8RL_LIBRARY, as tests/cli/CMakeLists.txt sets); the text
+cases train its tokenizer with Hugging Face `tokenizers` (examples/text_demo/make_demo.py).
 """
 import json
 import math
@@ -325,13 +327,155 @@ def case_moe(tmp):
     run(["generate", "--model", folder, "--prompt-ids", "1,2", "--threads", "2"])
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAKE_DEMO = os.path.join(HERE, "..", "..", "examples", "text_demo", "make_demo.py")
+REWARD_PROGRAM = os.path.join(HERE, "reward_programs", "reward_program.py")
+# The text demo's policy and run, cut down to a ctest's time on two cores.
+TEXT_MODEL = ["--hidden", "64", "--layers", "2"]
+TEXT_RUN = ["--threads", "2", "--quiet", "--reward", "number", "--group-size", "8", "--prompts-per-step", "16",
+            "--sft-batch", "32", "--sft-lr", "3e-3", "--lr", "3e-4"]
+
+
+def make_demo(tmp, *flags):
+    """The demo's HF folder (tmp/model) and its train.jsonl and val.jsonl."""
+    proc = subprocess.run([sys.executable, MAKE_DEMO, tmp, *TEXT_MODEL, *flags], capture_output=True, text=True,
+                          timeout=110)
+    check(proc.returncode == 0, f"make_demo.py failed:\n{proc.stdout}\n{proc.stderr}")
+    return os.path.join(tmp, "model"), os.path.join(tmp, "train.jsonl"), os.path.join(tmp, "val.jsonl")
+
+
+def eval_accuracy(stdout):
+    match = re.search(r"accuracy ([0-9.]+)% \((\d+) of (\d+) rows with reward 1\), mean reward ([0-9.]+)", stdout)
+    check(match is not None, "eval prints its accuracy:\n" + stdout)
+    return float(match.group(1)) / 100, int(match.group(2)), int(match.group(3)), float(match.group(4))
+
+
+def case_text_train(tmp):
+    model, train, val = make_demo(tmp)
+    start = eval_accuracy(run(["eval", "--init-from", model, "--data", val, "--reward", "number",
+                               "--threads", "2"]).stdout)[0]
+    out = os.path.join(tmp, "run")
+    sft, grpo = 250, 150  # about 25 s on two cores
+    proc = run(["train", "--init-from", model, "--data", train, "--val", val, *TEXT_RUN, "--sft-steps", str(sft),
+                "--steps", str(grpo), "--eval-every", "25", "--out", out])
+    check("val accuracy final" in proc.stdout and "text " in proc.stdout, "the summary is printed:\n" + proc.stdout)
+    records = read_metrics(os.path.join(out, "metrics.jsonl"))
+    check(len(records) == sft + grpo, f"one metrics line per step: {len(records)} != {sft + grpo}")
+    check([r["phase"] for r in records] == ["sft"] * sft + ["grpo"] * grpo, "phases in order")
+    for r in records:
+        for key, value in r.items():
+            if isinstance(value, (int, float)):
+                check(math.isfinite(value), f"finite {key} in {r}")
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    check(summary["reward"] == "number" and summary["data"] == train, summary)
+    first = sum(r["reward_mean"] for r in records[sft:sft + 25]) / 25
+    last = sum(r["reward_mean"] for r in records[-25:]) / 25
+    curve = " ".join(f"{step}:{acc:.2f}" for step, acc in summary["val_curve"])
+    print(f"text: val accuracy {start:.3f} at the start, {summary['sft_end_val_acc']:.3f} after SFT, "
+          f"{summary['final_val_acc']:.3f} at the end (curve {curve}); GRPO reward {first:.3f} -> {last:.3f}")
+    check(summary["final_val_acc"] > start + 0.2, f"validation accuracy rises from {start:.3f}")
+    check(last > first, f"GRPO raises the reward: first 25 steps {first:.3f}, last 25 {last:.3f}")
+    check(summary["final_val_acc"] >= summary["sft_end_val_acc"], "GRPO does not lose what SFT reached")
+    # The trained policy is a whole HF folder again: eval and generate take it with its tokenizer.
+    trained = os.path.join(out, "model")
+    check(os.path.exists(os.path.join(trained, "tokenizer.json")), "the tokenizer is copied next to the weights")
+    end = eval_accuracy(run(["eval", "--init-from", trained, "--data", val, "--reward", "number",
+                             "--recipe", "fp8-gen", "--threads", "2"]).stdout)[0]
+    check(end > start + 0.2, f"eval of the trained folder: {end:.3f}, start {start:.3f}")
+
+
+def case_text_generate(tmp):
+    from tokenizers import Tokenizer  # noqa: E402 (only the text cases need it)
+    model, _, _ = make_demo(tmp)
+    tokenizer = Tokenizer.from_file(os.path.join(model, "tokenizer.json"))
+    for flags in (["--temperature", "0"], ["--temperature", "1", "--seed", "5"]):
+        p = run(["generate", "--init-from", model, "--prompt", "What is two plus three?", "--prompt", "What is 7 minus 4?",
+                 "--max-new-tokens", "12", "--threads", "2", *flags])
+        # one block per completion, from its "[i] finish:" line (decoded text may hold "[" too)
+        blocks = re.split(r"^(?=\[\d+\] finish:)", p.stdout, flags=re.M)[1:]
+        check(len(blocks) == 2, p.stdout)
+        for block in blocks:
+            lines = block.split("\n")
+            stop = "finish: stop" in lines[0]
+            ids = [int(t) for t in lines[1].split()[1:]]
+            text = next(line for line in lines if line.strip().startswith("text:")).split("text:", 1)[1][5:]
+            check(all(0 <= i < tokenizer.get_vocab_size() for i in ids), f"ids in the vocabulary: {ids}")
+            if stop:
+                check(ids[-1] == tokenizer.token_to_id("<|eos|>"), f"a stop is the folder's EOS: {ids}")
+                ids = ids[:-1]
+            expected = tokenizer.decode(ids, skip_special_tokens=True)
+            check(text == expected, f"the text decodes the ids {ids}: {text!r} != {expected!r}")
+    # --prompt-ids with a tokenizer folder: also decoded
+    p = run(["generate", "--init-from", model, "--prompt-ids", "0,263,262", "--max-new-tokens", "3", "--threads", "2"])
+    check("text:" in p.stdout, p.stdout)
+
+
+def case_text_eval(tmp):
+    model, _, _ = make_demo(tmp)
+    data = os.path.join(tmp, "tiny.jsonl")
+    with open(data, "w") as f:
+        f.write('{"q": "What is one plus one?", "a": "2"}\n\n{"q": "What is two plus two?", "a": "4"}\n'
+                '{"q": "What is 3 plus 3?", "a": "6"}\n')
+    fields = ["--prompt-field", "q", "--answer-field", "a", "--threads", "2"]
+    # anything matches: every row is correct; the template reaches the reward program's prompt
+    accuracy, correct, rows, mean = eval_accuracy(run(["eval", "--init-from", model, "--data", data, "--reward",
+                                                       "regex:.*", *fields]).stdout)
+    check((accuracy, correct, rows, mean) == (1.0, 3, 3, 1.0), f"{accuracy} {correct} {rows} {mean}")
+    p = run(["eval", "--init-from", model, "--data", data, "--reward", "regex:^no such completion$", "--limit", "2",
+             "--show", "1", *fields])
+    check(eval_accuracy(p.stdout)[:3] == (0.0, 0, 2), p.stdout)
+    check(p.stdout.count("completion:") == 1 and "prompt:     What is one plus one?" in p.stdout, p.stdout)
+    p = run(["eval", "--init-from", model, "--data", data, "--reward", "exact", "--prompt-template", "Q: {prompt}\nA:",
+             "--show", "3", *fields])
+    check("prompt:     Q: What is 3 plus 3?\nA:" in p.stdout, p.stdout)
+
+
+def case_text_errors(tmp):
+    model, train, val = make_demo(tmp)
+    p = run(["train", "--data", train, "--reward", "number"], expect=2)
+    check("--data needs --init-from" in p.stderr, p.stderr)
+    p = run(["train", "--init-from", model, "--data", train, "--reward", "bogus"], expect=2)
+    check("unknown reward 'bogus'" in p.stderr, p.stderr)
+    p = run(["train", "--init-from", model, "--data", train], expect=2)
+    check("missing required option '--reward'" in p.stderr, p.stderr)
+    p = run(["train", "--reward", "number"], expect=2)
+    check("give --data" in p.stderr, p.stderr)
+    p = run(["train", "--init-from", model, "--data", train, "--reward", "number", "--task", "reverse"], expect=2)
+    check("--task chooses a built-in task" in p.stderr, p.stderr)
+    p = run(["train", "--init-from", model, "--data", train, "--reward", "number", "--prompt-template", "{answer}"],
+            expect=2)
+    check("{answer}" in p.stderr, p.stderr)
+    p = run(["eval", "--init-from", model, "--reward", "number"], expect=2)
+    check("missing required option '--data'" in p.stderr, p.stderr)
+    missing = os.path.join(tmp, "missing.jsonl")
+    p = run(["eval", "--init-from", model, "--data", missing, "--reward", "number"], expect=1)
+    check("missing.jsonl" in p.stderr, p.stderr)
+    # a reward program that crashes at its third request: exit 1, naming the file and row
+    crash = f"cmd:{sys.executable} {REWARD_PROGRAM} crash"
+    p = run(["train", "--init-from", model, "--data", train, "--reward", crash, "--sft-steps", "0", "--steps", "1",
+             "--threads", "2", "--quiet", "--prompts-per-step", "2", "--group-size", "2"], expect=1)
+    check(re.search(r"train\.jsonl: reward program .*, row \d+:", p.stderr) is not None, p.stderr)
+    # a folder without tokenizer.json: --prompt needs --task
+    bare = os.path.join(tmp, "bare")
+    os.makedirs(bare)
+    for name in ("config.json", "model.safetensors"):
+        with open(os.path.join(model, name), "rb") as src, open(os.path.join(bare, name), "wb") as dst:
+            dst.write(src.read())
+    p = run(["generate", "--init-from", bare, "--prompt", "hello"], expect=2)
+    check("--prompt needs --task" in p.stderr, p.stderr)
+    p = run(["train", "--init-from", bare, "--data", train, "--reward", "number", "--steps", "1"], expect=1)
+    check("tokenizer.json" in p.stderr, p.stderr)
+
+
 def main():
     global FP8RL
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     FP8RL = os.path.abspath(sys.argv[1])
     cases = {"train": case_train, "resume": case_resume, "errors": case_errors, "commands": case_commands,
-             "compare": case_compare, "minibatches": case_minibatches, "plan": case_plan, "moe": case_moe}
+             "compare": case_compare, "minibatches": case_minibatches, "plan": case_plan, "moe": case_moe,
+             "text_train": case_text_train, "text_generate": case_text_generate, "text_eval": case_text_eval,
+             "text_errors": case_text_errors}
     names = list(cases) if sys.argv[2] == "all" else [sys.argv[2]]
     for name in names:
         with tempfile.TemporaryDirectory(prefix="fp8rl_cli_") as tmp:

@@ -1,8 +1,6 @@
 #include "batches.h"
 
 #include "cli_error.h"
-#include "dataset.h"
-#include "reward.h"
 
 namespace fp8rl_cli {
 
@@ -30,23 +28,23 @@ fp8rl_train_batch BatchData::view() const {
   return b;
 }
 
-BatchData sft_batch(const Tokenizer& tokenizer, const std::vector<Problem>& problems) {
+BatchData sft_batch(const TaskSource& source, const std::vector<Problem>& problems) {
   BatchData batch;
-  for (const Problem& p : problems) batch.add(prompt_tokens(tokenizer, p), answer_tokens(tokenizer, p));
+  for (const Problem& p : problems) batch.add(source.prompt_tokens(p), source.answer_tokens(p));
   return batch;
 }
 
-BatchData grpo_batch(const Tokenizer& tokenizer, const std::vector<Problem>& problems, int64_t group,
+BatchData grpo_batch(TaskSource& source, const std::vector<Problem>& problems, int64_t group,
                      const Generated& generated) {
   BatchData batch;
   batch.generation_seconds = generated.seconds;
   for (size_t i = 0; i < generated.completions.size(); ++i) {
     const Problem& problem = problems[i / static_cast<size_t>(group)];
     const Completion& c = generated.completions[i];
-    batch.add(prompt_tokens(tokenizer, problem), c.tokens);
+    batch.add(source.prompt_tokens(problem), c.tokens);
     batch.logp_gen.insert(batch.logp_gen.end(), c.logprobs.begin(), c.logprobs.end());
     batch.experts.insert(batch.experts.end(), c.experts.begin(), c.experts.end());
-    batch.rewards.push_back(exact_match_reward(c.tokens, answer_tokens(tokenizer, problem)));
+    batch.rewards.push_back(static_cast<float>(source.reward(problem, c.tokens)));
   }
   return batch;
 }

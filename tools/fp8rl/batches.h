@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "generation.h"
+#include "task_source.h"
 #include "tasks.h"
-#include "tokenizer.h"
 
 namespace fp8rl_cli {
 
@@ -30,11 +30,11 @@ struct BatchData {
 };
 
 // SFT: each problem's prompt followed by its reference answer and EOS.
-BatchData sft_batch(const Tokenizer& tokenizer, const std::vector<Problem>& problems);
+BatchData sft_batch(const TaskSource& source, const std::vector<Problem>& problems);
 
-// GRPO: `group` sampled completions of each problem (consecutive), with
-// exact-match rewards and the generator's log-probs.
-BatchData grpo_batch(const Tokenizer& tokenizer, const std::vector<Problem>& problems, int64_t group,
+// GRPO: `group` sampled completions of each problem (consecutive), with the
+// source's rewards and the generator's log-probs.
+BatchData grpo_batch(TaskSource& source, const std::vector<Problem>& problems, int64_t group,
                      const Generated& generated);
 
 }  // namespace fp8rl_cli

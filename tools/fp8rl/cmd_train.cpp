@@ -1,4 +1,5 @@
-// `fp8rl train`: SFT warm-start, then GRPO on a built-in verifiable task.
+// `fp8rl train`: SFT warm-start, then GRPO on a built-in verifiable task, or
+// on a JSONL text dataset with an HF model folder's tokenizer (--data).
 #include <cstdio>
 #include <string>
 
@@ -7,6 +8,7 @@
 #include "model_flags.h"
 #include "model_setup.h"
 #include "progress.h"
+#include "text_task.h"
 #include "summary.h"
 #include "training.h"
 #include "world.h"
@@ -39,7 +41,10 @@ void declare_train(ArgParser& p) {
   p.option("eval-every", std::to_string(d.eval_every), "validate every N GRPO steps (and at the end)");
   p.option("val-size", std::to_string(d.val_size), "validation problems");
   p.option("model", "tiny", "built-in model: tiny|moe-tiny (an HF folder goes with --init-from)");
-  p.option("init-from", "", "HF model folder to start from (vocab must cover the task's characters)");
+  p.option("init-from", "", "HF model folder to start from (with --data: its tokenizer.json encodes the text)");
+  p.option("data", "", "text training: JSONL rows {\"prompt\": ..., \"answer\": ...} (needs --init-from, --reward)");
+  p.option("val", "", "text training: validation JSONL (default: the first --val-size training rows)");
+  declare_text_flags(p);
   declare_model_flags(p);
   p.option("max-new-tokens", "0", "completion limit (0 = longest answer + 3)");
   p.option("temperature", "1", "sampling temperature of rollouts");
@@ -47,6 +52,26 @@ void declare_train(ArgParser& p) {
   p.option("router-aux-coef", "0", "MoE: weight of the load-balancing loss");
   p.flag("quiet", "no progress lines");
 }
+
+namespace {
+
+// The text-training flags; those of the built-in tasks do not mix with them.
+void text_options_from(const ArgParser& p, TrainConfig& c) {
+  c.text.train = p.text("data");
+  if (c.text.train.empty()) {
+    if (p.given("val") || text_flags_given(p))
+      throw UsageError("--val, --reward, --prompt-template and the field flags apply to text training: give --data");
+    return;
+  }
+  for (const char* flag : {"task", "digits", "length", "letters"})
+    if (p.given(flag)) throw UsageError(std::string("--") + flag + " chooses a built-in task; --data trains on text");
+  if (c.init_from.empty())
+    throw UsageError("--data needs --init-from: a Hugging Face model folder whose tokenizer.json encodes the text");
+  c.text.val = p.text("val");
+  read_text_flags(p, c.text);
+}
+
+}  // namespace
 
 TrainConfig train_config_from(const ArgParser& p) {
   TrainConfig c;
@@ -80,6 +105,7 @@ TrainConfig train_config_from(const ArgParser& p) {
   c.temperature = p.real("temperature", 1e-3, 100);
   c.routing_replay = p.integer("routing-replay", 0, 1) != 0;
   c.router_aux_coef = p.real("router-aux-coef", 0, 1e6);
+  text_options_from(p, c);
   return c;
 }
 
@@ -89,7 +115,7 @@ int run_train(const ArgParser& p) {
   if (leader)
     std::fprintf(stderr,
                  "fp8rl train: task %s, recipe %s, %lld SFT + %lld GRPO steps, batch %d x %d, seed %llu, %s\n",
-                 config.task.c_str(), config.recipe.c_str(), static_cast<long long>(config.sft_steps),
+                 config.task_label().c_str(), config.recipe.c_str(), static_cast<long long>(config.sft_steps),
                  static_cast<long long>(config.steps), config.prompts_per_step, config.group_size,
                  static_cast<unsigned long long>(config.seed), world().description().c_str());
   ProgressBar progress(stderr, p.is_set("quiet"));

@@ -28,6 +28,8 @@ void declare_compare(ArgParser& parser);
 int run_compare(const ArgParser& parser);
 void declare_generate(ArgParser& parser);
 int run_generate(const ArgParser& parser);
+void declare_eval(ArgParser& parser);
+int run_eval(const ArgParser& parser);
 void declare_export_fp8(ArgParser& parser);
 int run_export_fp8(const ArgParser& parser);
 void declare_info(ArgParser& parser);

@@ -41,10 +41,10 @@ std::vector<int32_t> answer_tokens(const Tokenizer& tokenizer, const Problem& pr
   return tokens;
 }
 
-PromptBatch make_prompt_batch(const Tokenizer& tokenizer, const std::vector<Problem>& problems, int64_t copies) {
+PromptBatch make_prompt_batch(const TaskSource& source, const std::vector<Problem>& problems, int64_t copies) {
   PromptBatch batch;
   for (const Problem& p : problems) {
-    const std::vector<int32_t> tokens = prompt_tokens(tokenizer, p);
+    const std::vector<int32_t> tokens = source.prompt_tokens(p);
     for (int64_t c = 0; c < copies; ++c) {
       batch.tokens.insert(batch.tokens.end(), tokens.begin(), tokens.end());
       batch.offsets.push_back(static_cast<int64_t>(batch.tokens.size()));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "task_source.h"
 #include "tasks.h"
 #include "tokenizer.h"
 
@@ -34,8 +35,8 @@ struct PromptBatch {
 };
 std::vector<int32_t> prompt_tokens(const Tokenizer& tokenizer, const Problem& problem);
 std::vector<int32_t> answer_tokens(const Tokenizer& tokenizer, const Problem& problem);  // + EOS
-// Each problem repeated `copies` times, consecutively (a GRPO group).
-PromptBatch make_prompt_batch(const Tokenizer& tokenizer, const std::vector<Problem>& problems, int64_t copies);
+// Each problem's prompt_tokens() repeated `copies` times, consecutively (a GRPO group).
+PromptBatch make_prompt_batch(const TaskSource& source, const std::vector<Problem>& problems, int64_t copies);
 
 }  // namespace fp8rl_cli
 

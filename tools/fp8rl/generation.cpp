@@ -2,13 +2,13 @@
 
 namespace fp8rl_cli {
 
-fp8rl_sampling_options task_sampling(float temperature, int max_new_tokens, const int32_t* stop_token) {
+fp8rl_sampling_options task_sampling(float temperature, int max_new_tokens, const std::vector<int32_t>& stop_tokens) {
   fp8rl_sampling_options options;
   check(fp8rl_sampling_options_init(&options), "fp8rl_sampling_options_init");
   options.temperature = temperature;
   options.max_new_tokens = max_new_tokens;
-  options.stop_token_ids = stop_token;
-  options.num_stop_token_ids = 1;
+  options.stop_token_ids = stop_tokens.empty() ? nullptr : stop_tokens.data();
+  options.num_stop_token_ids = static_cast<int64_t>(stop_tokens.size());
   options.stop_at_eos = 0;
   return options;
 }

@@ -24,9 +24,10 @@ struct Generated {
   double seconds = 0;
 };
 
-// Plain sampling with the task's EOS as the stop token (an HF model's own EOS
-// ids mean nothing to the character vocabulary, so they are not used).
-fp8rl_sampling_options task_sampling(float temperature, int max_new_tokens, const int32_t* stop_token);
+// Plain sampling that stops at the task source's stop ids (for the character
+// vocabulary its EOS: an HF model's own EOS ids mean nothing to it, so the
+// config's are not used). `stop_tokens` must outlive the options.
+fp8rl_sampling_options task_sampling(float temperature, int max_new_tokens, const std::vector<int32_t>& stop_tokens);
 
 Generated generate(const Policy& policy, const PromptBatch& prompts, const std::vector<uint64_t>& seeds,
                    const fp8rl_sampling_options& options);

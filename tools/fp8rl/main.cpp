@@ -14,9 +14,10 @@ namespace fp8rl_cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> list{
-      {"train", "SFT warm-start then GRPO on a built-in verifiable task", declare_train, run_train},
+      {"train", "SFT warm-start then GRPO on a built-in task or a text dataset (--data)", declare_train, run_train},
       {"compare", "the same run under several recipes and seeds: table and PNG plot", declare_compare, run_compare},
       {"generate", "sample completions from a model or the built-in policy", declare_generate, run_generate},
+      {"eval", "accuracy of an HF model folder on a JSONL text dataset", declare_eval, run_eval},
       {"export-fp8", "write an HF model folder as an FP8 block-quantized HF folder", declare_export_fp8,
        run_export_fp8},
       {"info", "model config, recipe, parameters, memory, build features", declare_info, run_info},

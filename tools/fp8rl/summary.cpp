@@ -56,7 +56,7 @@ std::string summary_text(const TrainConfig& c, const Summary& s) {
                 "  seconds per GRPO step    %.3f\n"
                 "  recalibration fraction   %.4f\n"
                 "  wall time                %.1f s\n",
-                c.task.c_str(), c.recipe.c_str(), c.importance.c_str(), static_cast<long long>(s.sft_steps),
+                c.task_label().c_str(), c.recipe.c_str(), c.importance.c_str(), static_cast<long long>(s.sft_steps),
                 static_cast<long long>(s.grpo_steps), 100 * s.sft_end_val_acc, 100 * s.final_val_acc,
                 100 * s.best_val_acc, s.mean_token_mult_prob_error, s.mean_gen_kl_error, s.seconds_per_step,
                 s.recalibration_fraction, s.wall_seconds);
@@ -77,7 +77,7 @@ std::string summary_json(const TrainConfig& c, const RunResult& result, const Su
   }
   curve += "]";
   JsonObject o;
-  o.add("task", c.task).add("recipe", c.recipe).add("importance", c.importance);
+  o.add("task", c.task_label()).add("recipe", c.recipe).add("importance", c.importance);
   o.add("seed", static_cast<long long>(c.seed));
   o.add("sft_steps", static_cast<long long>(s.sft_steps)).add("grpo_steps", static_cast<long long>(s.grpo_steps));
   o.add("sft_end_val_acc", s.sft_end_val_acc).add("final_val_acc", s.final_val_acc);
@@ -86,6 +86,8 @@ std::string summary_json(const TrainConfig& c, const RunResult& result, const Su
   o.add("recalibration_fraction", s.recalibration_fraction).add("wall_seconds", s.wall_seconds);
   if (!std::isnan(s.mean_routing_agreement)) o.add("mean_routing_agreement", s.mean_routing_agreement);
   o.add_bool("routing_replay", c.routing_replay).add("router_aux_coef", c.router_aux_coef);
+  if (!c.text.train.empty())
+    o.add("data", c.text.train).add("val", c.text.val).add("reward", c.text.reward).add("init_from", c.init_from);
   o.add_raw("val_curve", curve);
   return o.str() + "\n";
 }

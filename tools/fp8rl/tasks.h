@@ -2,6 +2,7 @@
 #ifndef FP8RL_TOOLS_TASKS_H
 #define FP8RL_TOOLS_TASKS_H
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -12,6 +13,7 @@ namespace fp8rl_cli {
 struct Problem {
   std::string prompt;  // e.g. "12+345="
   std::string answer;  // e.g. "357" (EOS is appended by the tokenizer's user)
+  int64_t id = -1;     // a text dataset's row index (see text_task.h); -1 for the built-in tasks
 };
 
 class Task {

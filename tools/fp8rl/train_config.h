@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "text_task.h"
+
 namespace fp8rl_cli {
 
 // The built-in policy's architecture (ignored with init_from). experts > 0
@@ -59,6 +61,13 @@ struct TrainConfig {
   // (routing replay), and the load-balancing loss's weight.
   bool routing_replay = false;
   double router_aux_coef = 0.0;
+  // Text training: a JSONL dataset under the init_from folder's own
+  // tokenizer, scored by a text reward. text.train empty: the built-in task
+  // above. (text.folder and text.val_size are set from init_from and val_size.)
+  TextTaskOptions text;
+
+  // What the run trains on, for people: "addition", "text train.jsonl".
+  std::string task_label() const { return text.train.empty() ? task : "text " + text.train; }
 };
 
 // One SFT step or GRPO iteration (--minibatches optimizer steps), as metrics.jsonl records it.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -14,10 +15,11 @@
 #include "evaluation.h"
 #include "generation.h"
 #include "handles.h"
+#include "hf_tokenizer.h"
 #include "metrics_log.h"
 #include "model_setup.h"
-#include "tasks.h"
-#include "tokenizer.h"
+#include "task_source.h"
+#include "text_task.h"
 #include "world.h"
 
 namespace fp8rl_cli {
@@ -30,12 +32,6 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 // Separates the SFT and GRPO prompt streams of one seed.
 constexpr uint64_t kSftStream = 1;
 constexpr uint64_t kGrpoStream = 2;
-
-std::unique_ptr<Task> make_task(const TrainConfig& config) {
-  if (config.task == "addition") return make_addition_task(config.digits);
-  if (config.task == "reverse") return make_reverse_task(config.length, config.letters);
-  throw UsageError("unknown task '" + config.task + "' (addition|reverse)");
-}
 
 fp8rl_importance_mode importance_mode(const std::string& name) {
   if (name == "off") return FP8RL_IMPORTANCE_OFF;
@@ -52,9 +48,7 @@ struct Run {
   Run(const TrainConfig& c, ProgressSink* s) : config(c), sink(s), context(c.threads) {}
   const TrainConfig& config;
   ProgressSink* sink;
-  Tokenizer tokenizer;
-  std::unique_ptr<Task> task;
-  std::vector<Problem> validation;
+  std::unique_ptr<TaskSource> source;  // the built-in task or the text dataset
   int max_new_tokens = 0;
   int64_t micro_batch_tokens = 0;
   Context context;
@@ -66,20 +60,25 @@ struct Run {
   }
 };
 
+// A built-in character task, or the text dataset of --data under the --init-from folder's tokenizer.
+std::unique_ptr<TaskSource> make_task_source(const TrainConfig& c, const std::function<void(const std::string&)>& say) {
+  if (c.text.train.empty()) return make_builtin_source(c);
+  TextTaskOptions o = c.text;
+  o.folder = c.init_from;
+  o.val_size = c.val_size;
+  return make_text_source(o, say);
+}
+
 void build_policies(Run& run) {
   const TrainConfig& c = run.config;
   fp8rl_model_config config;
   if (c.init_from.empty()) {
-    config = builtin_config(c.shape, run.tokenizer.padded_size());
+    config = builtin_config(c.shape, run.source->builtin_vocab_size());
     run.learner = create_random_policy(run.context, config, c.seed);
   } else {
     run.learner = load_policy(run.context, c.init_from);
     config = policy_config(run.learner);
-    // Only the built-in character vocabulary is supported: its ids are used as they are.
-    if (config.vocab_size < run.tokenizer.size()) {
-      throw UsageError(c.init_from + " has a vocabulary of " + std::to_string(config.vocab_size) +
-                       " tokens; the task's character vocabulary needs " + std::to_string(run.tokenizer.size()));
-    }
+    run.source->check_vocabulary(config, c.init_from);
   }
   set_recipe(run.learner, learner_recipe(c.recipe));
   if (c.recipe == "fp8-gen") {
@@ -184,8 +183,8 @@ fp8rl_train_metrics train_iteration(fp8rl_trainer* trainer, const BatchData& dat
 StepRecord sft_step(const Run& run, fp8rl_trainer* trainer, int64_t step) {
   const auto start = Clock::now();
   const std::vector<Problem> problems =
-      rank_share(training_problems(*run.task, run.config.seed, kSftStream, step, run.config.sft_batch));
-  StepRecord record = to_record("sft", step, train_step(trainer, sft_batch(run.tokenizer, problems)));
+      rank_share(run.source->training_problems(run.config.seed, kSftStream, step, run.config.sft_batch));
+  StepRecord record = to_record("sft", step, train_step(trainer, sft_batch(*run.source, problems)));
   sync_generator(run, trainer);
   record.step_seconds = seconds_since(start);
   return record;
@@ -197,25 +196,25 @@ StepRecord grpo_step(const Run& run, fp8rl_trainer* trainer, int64_t step) {
   // Each rank takes whole groups of the step's prompts; the trainer's seed
   // stream is global, so the ranks' rollouts together are one process's.
   const std::vector<Problem> problems =
-      rank_share(training_problems(*run.task, c.seed, kGrpoStream, step, c.prompts_per_step));
-  const PromptBatch prompts = make_prompt_batch(run.tokenizer, problems, c.group_size);
+      rank_share(run.source->training_problems(c.seed, kGrpoStream, step, c.prompts_per_step));
+  const PromptBatch prompts = make_prompt_batch(*run.source, problems, c.group_size);
   // Rollout seeds come from the trainer's seed stream, which its saved state carries.
   std::vector<uint64_t> seeds(static_cast<size_t>(prompts.count()));
   check(fp8rl_trainer_next_seeds(trainer, prompts.count(), seeds.data()), "fp8rl_trainer_next_seeds");
-  const int32_t eos = Tokenizer::kEos;
-  fp8rl_sampling_options sampling = task_sampling(static_cast<float>(c.temperature), run.max_new_tokens, &eos);
+  fp8rl_sampling_options sampling =
+      task_sampling(static_cast<float>(c.temperature), run.max_new_tokens, run.source->stop_tokens());
   sampling.record_experts = 1;  // Mixture-of-Experts policies: routing_agreement and replay; dense: nothing
 
   const Generated generated = generate(run.sampler(), prompts, seeds, sampling);
   StepRecord record =
-      to_record("grpo", step, train_iteration(trainer, grpo_batch(run.tokenizer, problems, c.group_size, generated)));
+      to_record("grpo", step, train_iteration(trainer, grpo_batch(*run.source, problems, c.group_size, generated)));
   sync_generator(run, trainer);
   record.step_seconds = seconds_since(start);
   return record;
 }
 
 double evaluate(const Run& run) {
-  return validation_accuracy(run.sampler(), run.tokenizer, run.validation, run.max_new_tokens);
+  return validation_accuracy(run.sampler(), *run.source, run.source->validation_problems(), run.max_new_tokens);
 }
 
 void add_val(RunResult& result, int64_t grpo_step, double acc) {
@@ -299,10 +298,9 @@ RunResult run_training(const TrainConfig& config, ProgressSink* sink) {
   validate_config(config);
   const auto start = Clock::now();
   Run run(config, sink);
-  run.task = make_task(config);
-  run.validation = validation_problems(*run.task, config.val_size);
-  run.max_new_tokens = config.max_new_tokens > 0 ? config.max_new_tokens : run.task->max_answer_chars() + 3;
-  const int64_t longest = 2 + 2 * run.task->max_answer_chars() + 1 + run.max_new_tokens;
+  run.source = make_task_source(config, [&run](const std::string& text) { run.say(text); });
+  run.max_new_tokens = config.max_new_tokens > 0 ? config.max_new_tokens : run.source->default_max_new_tokens();
+  const int64_t longest = run.source->longest_sequence(run.max_new_tokens);
   run.micro_batch_tokens =
       std::max<int64_t>(2048, longest * std::max(config.sft_batch, config.prompts_per_step * config.group_size));
   build_policies(run);
@@ -335,6 +333,8 @@ RunResult run_training(const TrainConfig& config, ProgressSink* sink) {
     // The trained policy as an HF folder, for `fp8rl generate --model` and `fp8rl export-fp8`.
     check(fp8rl_policy_save(run.learner.get(), RunPaths(config.out_dir).model.c_str(), FP8RL_DTYPE_F32),
           "fp8rl_policy_save");
+    // Text runs: with the folder's tokenizer, `fp8rl generate --prompt` and `fp8rl eval` take it as it is.
+    if (!config.text.train.empty()) HfTokenizer::copy_files(config.init_from, RunPaths(config.out_dir).model);
   }
   result.wall_seconds = seconds_since(start);
   return result;

@@ -1,5 +1,6 @@
 // The RL run behind `fp8rl train` (and `fp8rl compare`): an SFT warm-start,
-// then GRPO on a built-in verifiable task, with periodic greedy validation,
+// then GRPO on a task source (task_source.h: a built-in verifiable task or a
+// text dataset), with periodic greedy validation,
 // checkpoints, metrics.jsonl and exact resume.
 #ifndef FP8RL_TOOLS_TRAINING_H
 #define FP8RL_TOOLS_TRAINING_H
