@@ -1278,6 +1278,7 @@ typedef struct fp8rl_special_token_ids {
 
 /**
  * @brief Fills @p ids with -1 ids, no EOS and struct_size.
+ * @param[out] ids The struct to fill.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL.
  * Thread-safe.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
@@ -1360,6 +1361,8 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_encode_batch(const fp8rl_tokenizer* token
 
 /**
  * @brief The number of texts of an encoding.
+ * @param encoding A valid encoding.
+ * @param[out] out_count Receives the number of texts.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
  * Thread-safe.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
@@ -1368,6 +1371,7 @@ FP8RL_API fp8rl_status fp8rl_encoding_count(const fp8rl_encoding* encoding, int6
 
 /**
  * @brief The ids of text @p index of an encoding.
+ * @param encoding A valid encoding.
  * @param index 0 to count - 1.
  * @param[out] out_ids Receives a pointer owned by the encoding, valid until it is destroyed
  *             (not NULL, also for a text without ids).
@@ -1408,6 +1412,7 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_decode(const fp8rl_tokenizer* tokenizer, 
 
 /**
  * @brief The id of a token (its byte-level spelling, or an added token's content).
+ * @param tokenizer A valid tokenizer.
  * @param piece @p piece_bytes bytes (may be NULL when @p piece_bytes is 0), as fp8rl_tokenizer_id_to_piece()
  *        gives them: a space is "Ġ" (U+0120) in a byte-level vocabulary.
  * @param piece_bytes Bytes of @p piece (>= 0).
@@ -1421,6 +1426,7 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_token_to_id(const fp8rl_tokenizer* tokeni
 
 /**
  * @brief The spelling of a token (byte-level, as in tokenizer.json), into a caller-owned buffer.
+ * @param tokenizer A valid tokenizer.
  * An added token's content wins over a model token of the same id, as in tokenizers.
  * @param id The token's id.
  * @param[out] piece NULL (then @p capacity must be 0), or receives the bytes (not NUL-terminated).
@@ -1438,6 +1444,8 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_id_to_piece(const fp8rl_tokenizer* tokeni
 /**
  * @brief One past the largest id of the tokenizer (added tokens included), which may exceed the
  * number of tokens where the ids have gaps; compare with the model's vocab_size.
+ * @param tokenizer A valid tokenizer.
+ * @param[out] out_size Receives the size.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
  * Thread-safe.
  * @return ::FP8RL_OK, or an error status; fp8rl_last_error_message() then says why.
@@ -1446,6 +1454,7 @@ FP8RL_API fp8rl_status fp8rl_tokenizer_vocab_size(const fp8rl_tokenizer* tokeniz
 
 /**
  * @brief The folder's special ids.
+ * @param tokenizer A valid tokenizer.
  * @param[out] out_ids Receives them; out_ids->struct_size must be set.
  * @retval FP8RL_ERROR_INVALID_ARGUMENT for NULL pointers.
  * @retval FP8RL_ERROR_VERSION_MISMATCH for a struct_size this library does not know.
