@@ -105,11 +105,11 @@ TEST_CASE("data parallel: every rank holds the same compute weights and scales, 
 
 TEST_CASE("data parallel: a Mixture-of-Experts policy trains on N ranks as on one, routing as it generated") {
   const model::ModelConfig config = tiny_qwen3_moe();
-  const NamedRecipe& recipe = all_recipes()[4];  // FP8 linears, KV cache and attention
-  const std::vector<RankRecord> one = train_ranks(1, recipe.recipe, 1, dp_options(), config);
+  const policy::Recipe recipe = all_recipes()[4].recipe;  // FP8 linears, KV cache and attention
+  const std::vector<RankRecord> one = train_ranks(1, recipe, 1, dp_options(), config);
   for (int world : {2, 3}) {
     CAPTURE(world);
-    const std::vector<RankRecord> many = train_ranks(world, recipe.recipe, 2, dp_options(), config);
+    const std::vector<RankRecord> many = train_ranks(world, recipe, 2, dp_options(), config);
     for (const RankRecord& r : many) {
       CHECK(r.fingerprints == many[0].fingerprints);  // the experts' codes and scales too
       for (const train::StepMetrics& m : r.metrics) {
