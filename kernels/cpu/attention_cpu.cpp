@@ -32,22 +32,9 @@ inline void prefetch_cached_row(const void* cache, bool e4m3, int64_t offset, in
   for (int64_t line = 0; line < bytes; line += 64) __builtin_prefetch(begin + line);
 }
 
-// Unit scales for decoding a cached row through the GEMM's vector decoders:
-// decode(code) * 1 is decode(code), so they give attention_cached_e4m3 /
-// attention_cached_bf16 exactly, at SIMD speed.
-constexpr int64_t kMaxScaleBlocks = 64;  // head_dim <= 64 * 128
-constexpr float kUnitScales[kMaxScaleBlocks] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-
-// out [n] = fp8_decode(codes [n]), n <= kMaxScaleBlocks * 128.
+// out [n] = fp8_decode(codes [n]).
 inline void decode_e4m3(const GemmKernels& kernels, const uint8_t* codes, int64_t n, float* out) {
-  Fp8Matrix row;
-  row.codes = codes;
-  row.scales = kUnitScales;
-  row.rows = 1;
-  row.cols = n;
-  kernels.decode_fp8_rows(row, 0, 1, out, n);
+  kernels.decode_e4m3(codes, n, out);
 }
 
 // One cached K or V row (of one kv head) as the products see it: out [n].
@@ -56,7 +43,7 @@ inline void decode_cached_row(const GemmKernels& kernels, const void* cache, boo
   if (e4m3) {
     decode_e4m3(kernels, static_cast<const uint8_t*>(cache) + offset, n, out);
   } else {
-    kernels.decode_bf16_rows(static_cast<const uint16_t*>(cache) + offset, n, 0, 1, out, n);
+    kernels.decode_bf16(static_cast<const uint16_t*>(cache) + offset, n, out);
   }
 }
 
@@ -74,10 +61,7 @@ FP8RL_ISA_BODY float softmax_weights(const GemmKernels& kernels, float* probs, i
   }
   for (int64_t j = 0; j < keys; ++j)
     codes[j] = fp8_encode(mul_rn(probs[j], kAttentionProbScale), Fp8Format::e4m3, /*saturate=*/true);
-  for (int64_t j = 0; j < keys; j += kMaxScaleBlocks * kQuantBlock) {
-    const int64_t n = keys - j < kMaxScaleBlocks * kQuantBlock ? keys - j : kMaxScaleBlocks * kQuantBlock;
-    decode_e4m3(kernels, codes + j, n, probs + j);
-  }
+  decode_e4m3(kernels, codes, keys, probs);
   return l;
 }
 
@@ -160,7 +144,6 @@ void attention_units(const GemmKernels& kernels, const AttentionArgs& args, cons
                      int64_t end, AttentionScratch& scratch) {
   const UnitShape shape{args.heads / args.kv_heads, args.head_dim, args.kv_heads * args.head_dim, args.max_key_count};
   require(shape.group <= 1024, "attention: more than 1024 query heads per kv head");
-  require(args.head_dim <= kMaxScaleBlocks * kQuantBlock, "attention: head_dim above 8192");
   const size_t needed = static_cast<size_t>(scratch_floats(shape));
   if (scratch.buffer.size() < needed) scratch.buffer.resize(needed);
   for (int64_t unit = begin; unit < end; ++unit) {

@@ -8,7 +8,8 @@
 namespace fp8rl {
 
 // SIMD kernel families the CPU backend chooses between at run time.
-enum class SimdLevel : uint8_t { portable = 0, avx2 = 1, avx512 = 2 };
+// avx512_bf16 runs VDPBF16PS (AVX512_BF16, with VBMI); the others model it.
+enum class SimdLevel : uint8_t { portable = 0, avx2 = 1, avx512 = 2, avx512_bf16 = 3 };
 
 // The best level this CPU and this build support.
 SimdLevel detect_simd_level();

@@ -46,9 +46,13 @@ SimdLevel detect_x86() {
   const bool avx2 = has_bit(leaf7.ebx, 5);
   const bool avx512f = has_bit(leaf7.ebx, 16);
   const bool avx512bw = has_bit(leaf7.ebx, 30), avx512vl = has_bit(leaf7.ebx, 31);
+  const bool avx512vbmi = has_bit(leaf7.ecx, 1);
+  const bool avx512_bf16 = has_bit(cpuid(7, 1).eax, 5);
 
   const bool avx2_level = os_ymm && avx2 && fma && f16c;
-  if (avx2_level && os_zmm && avx512f && avx512bw && avx512vl) return SimdLevel::avx512;
+  const bool avx512_level = avx2_level && os_zmm && avx512f && avx512bw && avx512vl;
+  if (avx512_level && avx512_bf16 && avx512vbmi) return SimdLevel::avx512_bf16;
+  if (avx512_level) return SimdLevel::avx512;
   if (avx2_level) return SimdLevel::avx2;
   return SimdLevel::portable;
 }
@@ -71,6 +75,7 @@ const char* simd_level_name(SimdLevel level) {
     case SimdLevel::portable: return "portable";
     case SimdLevel::avx2: return "AVX2";
     case SimdLevel::avx512: return "AVX-512";
+    case SimdLevel::avx512_bf16: return "AVX-512 BF16";
   }
   return "unknown";
 }

@@ -1,10 +1,10 @@
 // The CPU GEMM driver: C[M, N] = A[M, K] . W[N, K]^T over either FP8 (E4M3,
 // block-scaled) or BF16 operands, spread over a ThreadPool.
 //
-// Every element of A and W is first dequantized to FP32 exactly as
-// dequantize_value / bf16_decode would; each output is then one FP32 dot
-// product in the fixed order of gemm_microkernel.h. The tiling and the thread
-// split only decide who computes an output, never how, so results are
+// Each output is computed as the contract of gemm_microkernel.h says:
+// BF16 products (for FP8: of the raw codes) summed in FP32 lanes, FP8 block
+// sums promoted with the two scales once per 128 of K. The tiling and the
+// thread split only decide who computes an output, never how, so results are
 // bitwise independent of M, of which rows share a call, of the thread count
 // and of the SIMD level. NaN outputs are canonical (0x7FC00000 / 0x7FC0).
 #pragma once
@@ -26,9 +26,9 @@ struct GemmOperand {
 
 // Scratch kept by a backend between calls (see ScratchBuffer on its bound).
 struct GemmWorkspace {
-  ScratchBuffer a_rows;                 // [M, Kp] dequantized A, shared by the threads
+  ScratchBuffer a_rows;                 // [M, Kp] packed A (+ its scales), shared by the threads
   std::vector<ScratchBuffer> a_blocks;  // per thread: [M, Kp] own copy when M is one block
-  std::vector<ScratchBuffer> panels;    // per thread: [NB, Kp] dequantized W rows
+  std::vector<ScratchBuffer> panels;    // per thread: [NB, Kp] packed W rows (+ their scales)
   std::vector<ScratchBuffer> c_blocks;  // per thread: [MB, NB] FP32 results before BF16 rounding
   std::vector<ScratchBuffer> lanes;     // per thread: accumulator lanes between depth chunks
 };

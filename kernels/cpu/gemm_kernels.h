@@ -3,8 +3,13 @@
 // one table from the templates in gemm_microkernel.h; the portable driver in
 // gemm_cpu.cpp picks a table at run time and never touches SIMD code itself.
 //
-// All tables compute the same bits (see the reduction order in
-// gemm_microkernel.h), so choosing one is purely a speed decision.
+// All tables compute the same bits (the contract in gemm_microkernel.h and
+// docs/numerics.md), so choosing one is purely a speed decision.
+//
+// Operands reach the kernels "packed": rows of kp elements (K zero-padded to
+// a multiple of kGemmGroup), each element the operand's BF16 value or, for
+// FP8, the E4M3 code's own value (unscaled, exact in BF16), in the table's
+// packed element format. FP8 scales travel beside them as [rows, K blocks].
 #pragma once
 
 #include <cstdint>
@@ -14,42 +19,58 @@
 
 namespace fp8rl::cpu {
 
-// Every K dimension is zero-padded to a multiple of this many lanes.
+// Accumulator lanes of one output.
 constexpr int64_t kGemmLanes = 16;
-// Depth (K) processed per pass over a panel; see multiply_rows.
+// K elements per step of the lanes: two per lane (VDPBF16PS's pairs). Every
+// K is zero-padded to a multiple of it.
+constexpr int64_t kGemmGroup = 2 * kGemmLanes;
+// Depth (K) processed per pass over a panel; a multiple of the FP8 block
+// (kQuantBlock), so that a block never straddles two passes.
 constexpr int64_t kGemmDepthChunk = 1024;
+
+// What a packed FP8 operand needs besides its elements: the scale of row r's
+// K block b at scales[r * blocks + b].
+struct PackedScales {
+  const float* scales = nullptr;
+  int64_t blocks = 0;
+};
 
 struct GemmKernels {
   SimdLevel level;
+  // Bytes of one packed element (2: BF16 bits; 4: FP32 value).
+  int64_t packed_bytes;
   // W panels handed to multiply_block hold their row count rounded up to a
-  // multiple of this, the extra rows zero.
+  // multiple of this, the extra rows zero (and, for FP8, their scales zero).
   int64_t panel_rows_multiple;
   // A rows per micro-tile, at most.
   int64_t tile_rows;
 
-  // Rows [row_begin, row_end) of an E4M3 matrix in tile_1x128 or
-  // block_128x128 layout, dequantized (dequantize_value, bit for bit) into
-  // out [row_end - row_begin, ld]. ld is a multiple of kGemmLanes >= cols;
-  // columns [cols, ld) are set to zero.
-  void (*decode_fp8_rows)(const Fp8Matrix& matrix, int64_t row_begin, int64_t row_end, float* out, int64_t ld);
+  // Rows [row_begin, row_end) of an E4M3 matrix (codes only: the scales are
+  // packed by the driver) into out [row_end - row_begin, kp] packed elements.
+  void (*pack_fp8_rows)(const Fp8Matrix& matrix, int64_t row_begin, int64_t row_end, void* out, int64_t kp);
   // The same for raw BF16 bits: matrix [rows, cols].
-  void (*decode_bf16_rows)(const uint16_t* matrix, int64_t cols, int64_t row_begin, int64_t row_end, float* out,
-                           int64_t ld);
-  // c[i, j] (row stride ldc) = dot(a[i, :], w[j, :]) for i < m, j < n, in the
-  // fixed reduction order. a [m, kp], w [n rounded up to panel_rows_multiple, kp],
-  // kp a multiple of kGemmLanes; lanes is scratch of lane_scratch_floats(n)
-  // floats, needed (and touched) only when kp > kGemmDepthChunk.
-  void (*multiply_block)(const float* a, int64_t m, const float* w, int64_t n, int64_t kp, float* c, int64_t ldc,
-                         float* lanes);
-  // c[j - row_begin] = dot(a, W[j, :]) for j in [row_begin, row_end): the
-  // bits of decoding those rows and calling multiply_block with m = 1, but
-  // with W decoded in registers. a [kp] (kp = K rounded up to a multiple of
-  // kGemmLanes); W an E4M3 matrix as for decode_fp8_rows, or raw BF16 bits
-  // [rows, k].
-  void (*multiply_row_fp8)(const float* a, const Fp8Matrix& w, int64_t row_begin, int64_t row_end, int64_t kp,
-                           float* c);
-  void (*multiply_row_bf16)(const float* a, const uint16_t* w, int64_t k, int64_t row_begin, int64_t row_end,
+  void (*pack_bf16_rows)(const uint16_t* matrix, int64_t cols, int64_t row_begin, int64_t row_end, void* out,
+                         int64_t kp);
+  // c[i, j] (row stride ldc) = the contract's dot product of packed a[i, :]
+  // and w[j, :] for i < m, j < n. a [m, kp], w [n rounded up to
+  // panel_rows_multiple, kp]; a_scales/w_scales null for BF16 (and then
+  // both), else the rows' block scales. lanes is scratch of
+  // lane_scratch_floats(n) floats, needed (and touched) only when
+  // kp > kGemmDepthChunk.
+  void (*multiply_block)(const void* a, int64_t m, PackedScales a_scales, const void* w, int64_t n,
+                         PackedScales w_scales, int64_t kp, float* c, int64_t ldc, float* lanes);
+  // c[j - row_begin] = the contract's dot product of one packed row a [kp]
+  // and W row j, for j in [row_begin, row_end): multiply_block's bits with
+  // m = 1, but W read straight from the matrix and widened in registers.
+  void (*multiply_row_fp8)(const void* a, PackedScales a_scales, const Fp8Matrix& w, int64_t row_begin,
+                           int64_t row_end, int64_t kp, float* c);
+  void (*multiply_row_bf16)(const void* a, const uint16_t* w, int64_t k, int64_t row_begin, int64_t row_end,
                             int64_t kp, float* c);
+
+  // out [n] = the values of E4M3 codes [n] (unscaled) / of BF16 bits [n]:
+  // attention's decoders for cached rows, vectorized with the table's flags.
+  void (*decode_e4m3)(const uint8_t* codes, int64_t n, float* out);
+  void (*decode_bf16)(const uint16_t* bits, int64_t n, float* out);
 
   int64_t lane_scratch_floats(int64_t n) const {
     const int64_t padded_n = (n + panel_rows_multiple - 1) / panel_rows_multiple * panel_rows_multiple;
@@ -57,10 +78,22 @@ struct GemmKernels {
   }
 };
 
+// The E4M3 codes' own values, for the kernels that widen codes (defined in a
+// baseline translation unit, so that no SIMD-compiled copy of the decoder
+// exists): values [256] as FP32; as BF16 bits split into bytes, for the
+// byte-permute decoder, low [128] and high [128] of the positive codes.
+const float* e4m3_code_values();
+struct E4m3Bf16Bytes {
+  uint8_t low[128];
+  uint8_t high[128];
+};
+const E4m3Bf16Bytes& e4m3_bf16_bytes();
+
 const GemmKernels& portable_gemm_kernels();
 #if defined(__x86_64__)
 const GemmKernels& avx2_gemm_kernels();
 const GemmKernels& avx512_gemm_kernels();
+const GemmKernels& avx512_bf16_gemm_kernels();
 #endif
 
 // The table for `level` (which the caller has checked the CPU supports).

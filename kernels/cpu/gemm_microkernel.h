@@ -1,46 +1,54 @@
 // The CPU GEMM kernels, written once as templates over an instruction set.
 //
-// Reduction order (the contract every instruction set implements bit for bit):
-// for one output c = sum_k a[k] * w[k], with K zero-padded to a multiple of 16
-// (the padding is part of the contract: it turns a -0 lane into +0),
-//   lane j (0..15) starts at +0 and accumulates, for k = j, j+16, j+32, ...
-//   in increasing k, lane_j = fma(a[k], w[k], lane_j);
-//   then s8[j] = lane[j] + lane[j+8]  (j < 8),
-//        s4[j] = s8[j] + s8[j+4]      (j < 4),
-//        s2[j] = s4[j] + s4[j+2]      (j < 2),
-//        c     = s2[0] + s2[1].
-// Nothing in it depends on M, N, the tiling, the thread count or the vector
-// width: a 16-wide ISA keeps the lanes in one register, an 8-wide one in two,
-// the portable one in sixteen scalars.
+// The contract (docs/numerics.md, "CPU GEMM"): every instruction set
+// computes each output c = sum_k a[k] w[k] with these bits. K is
+// zero-padded to a multiple of 32; a[k], w[k] are BF16 values (for FP8: the
+// E4M3 codes' own values, unscaled, which BF16 holds exactly).
+//   Lane j (0..15) owns, in every group of 32 consecutive k starting at
+//   g, the pair k = g + 2j (even) and g + 2j + 1 (odd), and takes, groups in
+//   increasing g,
+//       lane = dot2(lane) = F(F(lane + a[odd] w[odd]) + a[even] w[even])
+//   where F(x) rounds the exact x to FP32, nearest-even, flushing a result
+//   below 2^-126 in magnitude (judged after rounding) to zero of its sign,
+//   and every operand below 2^-126 reads as zero of its sign (FTZ and DAZ).
+//   That is VDPBF16PS, one lane.
+//   BF16: the lanes start at +0 and run over all of K.
+//   FP8: per K block b of 128 (the last one may be shorter), a block lane
+//   p_j starts at +0 and runs over the block's groups; then
+//       lane_j = F(p_j * s_b + lane_j),   s_b = F(scale_a[b] * scale_w[b]),
+//   the promotion of DeepGEMM and cuBLASLt (one FMA, FTZ/DAZ as above).
+//   Last, the 16 lanes are added as a tree, each add F(x + y):
+//       s8[j] = lane[j] + lane[j+8], s4[j] = s8[j] + s8[j+4],
+//       s2[j] = s4[j] + s4[j+2],     c = s2[0] + s2[1].
+// Nothing depends on M, N, the tiling, the thread count or the vector width.
 //
 // An instruction set is a struct `Isa` with
-//   using V;                          // a vector of kWidth floats
-//   static constexpr int kWidth;      // divides 16
-//   static constexpr int kMaxRows;    // A rows per micro-tile
+//   using V;                         // a vector of kWidth FP32 lanes (kWidth divides 16)
+//   using E;                         // a packed element: uint16_t (BF16 bits) or float
+//   using P;                         // kWidth lanes' pairs: what dot2 reads of one operand
+//   using FloatMode;                 // RAII: the FP environment the contract needs
+//   static constexpr int kWidth, kMaxRows, kRowTile;
 //   static constexpr int cols_for_rows(int rows);  // W rows per micro-tile
 //   static V zero(); static V load(const float*); static void store(float*, V);
-//   static V load_operand(const float*);   // a load the kernel reuses from a
-//       // register: compilers would fold it into every FMA as a memory operand
-//   static V fma(V a, V b, V c);                 // a * b + c, one rounding
-//   template <int C> static void reduce(const V (&acc)[C][16 / kWidth], float* out);
-//       // out[t] = the tree above applied to the 16 lanes of acc[t]
-//   static void decode_fp8_16(const uint8_t* codes, float scale, float* out);
-//       // out[t] = dequantize_value(codes[t], scale, e4m3), bit for bit
-//   static void decode_bf16_16(const uint16_t* bits, float* out);
 //   static V broadcast(float);
-//   static void decode_fp8_16_times(const uint8_t* codes, V factor, V* out);
-//       // out [16 / kWidth] = (fp8_decode(codes[t], e4m3) / 256) * factor,
-//       // one rounding (the quotient is exact: it is the code's FP16 value)
-//   static void decode_bf16_16_to(const uint16_t* bits, V* out);  // into registers
+//   static V dot2(V lanes, P a, P w);           // the step above, lanes h*kWidth..
+//   static V fma(V a, V b, V c);                // F(a * b + c)
+//   static float mul(float a, float b);         // F(a * b)
+//   static P load_pair(const E* group, int h);  // from a packed group of 32 elements
+//   static void store_pair(E* group, int h, P);
+//   using Tables; static Tables tables();       // what widening codes needs, loaded once per call
+//   static P widen(const Tables&, const uint16_t* bits, int h);  // from 32 BF16 bits in K order
+//   static P widen(const Tables&, const uint8_t* codes, int h);  // from 32 E4M3 codes in K order
+//   template <int C> static void reduce(const V (&lanes)[C][16 / kWidth], float* out);
 //
-// Only the kernel translation units (gemm_portable/avx2/avx512.cpp) include
-// this header, each with its Isa in an anonymous namespace, so every instantiation has internal linkage and no
-// code compiled for AVX-512 can be picked by the linker for a baseline caller.
-// For the same reason nothing here calls a non-template inline function.
+// Only the kernel translation units include this header, each with its Isa
+// in an anonymous namespace, so every instantiation has internal linkage and
+// no code compiled for AVX-512 can be picked by the linker for a baseline
+// caller. For the same reason nothing here calls a non-template inline function.
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
+#include <cstring>
 
 #include "gemm_kernels.h"
 
@@ -54,59 +62,109 @@
 
 #if defined(__GNUC__)
 #define FP8RL_PREFETCH(address) __builtin_prefetch(address)
+#define FP8RL_NOINLINE [[gnu::noinline]]
 #else
 #define FP8RL_PREFETCH(address) ((void)(address))
+#define FP8RL_NOINLINE
 #endif
 
 namespace fp8rl::cpu::gemm {
 
 template <class Isa>
-constexpr int kVectorsPerLaneSet = static_cast<int>(kGemmLanes) / Isa::kWidth;
+constexpr int kParts = static_cast<int>(kGemmLanes) / Isa::kWidth;
 
-// One depth chunk [k_begin, k_end) of out [MR, NR] = a [MR, kp] . w [NR, kp]^T
-// (rows of both kp floats apart). The lanes carry over between chunks through
-// `lanes` [MR * NR, 16], unchanged, so chunking never alters the order: the
-// first chunk starts from zero, the last one reduces into out.
-template <class Isa, int MR, int NR>
-void micro_kernel(const float* a, const float* w, int64_t kp, int64_t k_begin, int64_t k_end, float* lanes, bool first,
-                  bool last, float* out) {
-  using V = typename Isa::V;
-  constexpr int H = kVectorsPerLaneSet<Isa>;
-  V acc[MR * NR][H];
-  FP8RL_UNROLL for (int t = 0; t < MR * NR; ++t) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
-    acc[t][h] = first ? Isa::zero() : Isa::load(lanes + t * kGemmLanes + h * Isa::kWidth);
+// One micro-tile's accumulators: [tile outputs][parts of the 16 lanes].
+template <class Isa, int T>
+struct Lanes {
+  typename Isa::V v[T][kParts<Isa>];
+
+  void clear() {
+    FP8RL_UNROLL for (int t = 0; t < T; ++t) FP8RL_UNROLL for (int h = 0; h < kParts<Isa>; ++h) v[t][h] =
+        Isa::zero();
   }
-  for (int64_t k = k_begin; k < k_end; k += kGemmLanes) {
-    FP8RL_UNROLL for (int h = 0; h < H; ++h) {
-      const int64_t at = k + h * Isa::kWidth;
-      V av[MR];
-      FP8RL_UNROLL for (int i = 0; i < MR; ++i) av[i] = Isa::load_operand(a + i * kp + at);
-      FP8RL_UNROLL for (int j = 0; j < NR; ++j) {
-        const V wv = Isa::load_operand(w + j * kp + at);
-        FP8RL_UNROLL for (int i = 0; i < MR; ++i) acc[i * NR + j][h] = Isa::fma(av[i], wv, acc[i * NR + j][h]);
-      }
+  // v[t] = F(block[t] * scale(t) + v[t]): the FP8 promotion.
+  template <class Scale>
+  void promote(const Lanes& block, Scale scale) {
+    FP8RL_UNROLL for (int t = 0; t < T; ++t) {
+      const typename Isa::V s = Isa::broadcast(scale(t));
+      FP8RL_UNROLL for (int h = 0; h < kParts<Isa>; ++h) v[t][h] = Isa::fma(block.v[t][h], s, v[t][h]);
     }
   }
-  if (last) return Isa::template reduce<MR * NR>(acc, out);
-  FP8RL_UNROLL for (int t = 0; t < MR * NR; ++t) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
-    Isa::store(lanes + t * kGemmLanes + h * Isa::kWidth, acc[t][h]);
+};
+
+// The K range [k_begin, k_end) in steps: for BF16 one step; for FP8 one per
+// block of 128, each step accumulating into a fresh block lane set that is
+// then promoted with that block's scale product. step(lanes, g_begin, g_end)
+// runs the groups; scale(t, b) gives s_b of tile output t.
+template <class Isa, int T, bool kScaled, class Step, class Scale>
+void accumulate(Lanes<Isa, T>& lanes, int64_t k_begin, int64_t k_end, Step step, Scale scale) {
+  if constexpr (!kScaled) {
+    step(lanes, k_begin, k_end);
+  } else {
+    for (int64_t b0 = k_begin; b0 < k_end; b0 += kQuantBlock) {
+      Lanes<Isa, T> block;
+      block.clear();
+      step(block, b0, k_end - b0 < kQuantBlock ? k_end : b0 + kQuantBlock);
+      const int64_t b = b0 / kQuantBlock;
+      lanes.promote(block, [&](int t) { return scale(t, b); });
+    }
   }
+}
+
+// One depth chunk [k_begin, k_end) of out [MR, NR] = a [MR, kp] . w [NR, kp]^T.
+// The lanes carry over between chunks through `spill` [MR * NR, 16],
+// unchanged, so chunking never alters the order: the first chunk starts from
+// zero, the last one reduces into out.
+template <class Isa, int MR, int NR, bool kScaled>
+void micro_kernel(const typename Isa::E* a, PackedScales a_scales, const typename Isa::E* w, PackedScales w_scales,
+                  int64_t kp, int64_t k_begin, int64_t k_end, float* spill, bool first, bool last, float* out) {
+  constexpr int H = kParts<Isa>;
+  Lanes<Isa, MR * NR> lanes;
+  FP8RL_UNROLL for (int t = 0; t < MR * NR; ++t) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
+    lanes.v[t][h] = first ? Isa::zero() : Isa::load(spill + t * kGemmLanes + h * Isa::kWidth);
+  }
+  const auto step = [&](Lanes<Isa, MR * NR>& into, int64_t g_begin, int64_t g_end) {
+    for (int64_t k = g_begin; k < g_end; k += kGemmGroup) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
+        typename Isa::P av[MR];
+        FP8RL_UNROLL for (int i = 0; i < MR; ++i) av[i] = Isa::load_pair(a + i * kp + k, h);
+        FP8RL_UNROLL for (int j = 0; j < NR; ++j) {
+          const typename Isa::P wv = Isa::load_pair(w + j * kp + k, h);
+          FP8RL_UNROLL for (int i = 0; i < MR; ++i) into.v[i * NR + j][h] = Isa::dot2(into.v[i * NR + j][h], av[i], wv);
+        }
+      }
+  };
+  const auto scale = [&](int t, int64_t b) {
+    return Isa::mul(a_scales.scales[(t / NR) * a_scales.blocks + b], w_scales.scales[(t % NR) * w_scales.blocks + b]);
+  };
+  accumulate<Isa, MR * NR, kScaled>(lanes, k_begin, k_end, step, scale);
+  if (last) return Isa::template reduce<MR * NR>(lanes.v, out);
+  FP8RL_UNROLL for (int t = 0; t < MR * NR; ++t) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
+    Isa::store(spill + t * kGemmLanes + h * Isa::kWidth, lanes.v[t][h]);
+  }
+}
+
+// Scales of `rows` rows starting at `row`.
+template <class Isa>
+PackedScales scales_from(PackedScales s, int64_t row) {
+  return s.scales ? PackedScales{s.scales + row * s.blocks, s.blocks} : s;
 }
 
 // c [MR, n] = a [MR, kp] . w [n, kp]^T, one micro-tile of NR W rows at a time.
 // Depth chunks keep the A rows of a chunk in L1 while the panel streams past
-// them, also for long K; `lanes` holds [MR * n rounded up to NR, 16] floats.
-template <class Isa, int MR>
-void multiply_rows(const float* a, const float* w, int64_t n, int64_t kp, float* c, int64_t ldc, float* lanes) {
+// them, also for long K; `spill` holds [MR * n rounded up to NR, 16] floats.
+template <class Isa, int MR, bool kScaled>
+void multiply_rows(const typename Isa::E* a, PackedScales a_scales, const typename Isa::E* w, int64_t n,
+                   PackedScales w_scales, int64_t kp, float* c, int64_t ldc, float* spill) {
   constexpr int NR = Isa::cols_for_rows(MR);
-  const bool chunked = kp > kGemmDepthChunk;  // otherwise `lanes` is not used (and may be null)
+  const bool chunked = kp > kGemmDepthChunk;  // otherwise `spill` is not used (and may be null)
   for (int64_t k0 = 0; k0 < kp; k0 += kGemmDepthChunk) {
     const int64_t k1 = kp - k0 < kGemmDepthChunk ? kp : k0 + kGemmDepthChunk;
     const bool first = k0 == 0, last = k1 == kp;
     for (int64_t j = 0; j < n; j += NR) {
       float tile[MR * NR];  // [MR, NR]
-      float* tile_lanes = chunked ? lanes + j * MR * kGemmLanes : nullptr;
-      micro_kernel<Isa, MR, NR>(a, w + j * kp, kp, k0, k1, tile_lanes, first, last, tile);
+      float* tile_spill = chunked ? spill + j * MR * kGemmLanes : nullptr;
+      micro_kernel<Isa, MR, NR, kScaled>(a, a_scales, w + j * kp, scales_from<Isa>(w_scales, j), kp, k0, k1, tile_spill,
+                                         first, last, tile);
       if (!last) continue;
       if (n - j >= NR) {  // a whole tile: a fixed-size copy compiles to a few vector moves
         FP8RL_UNROLL for (int i = 0; i < MR; ++i) FP8RL_UNROLL for (int jj = 0; jj < NR; ++jj) {
@@ -121,57 +179,126 @@ void multiply_rows(const float* a, const float* w, int64_t n, int64_t kp, float*
 }
 
 // The last m < kMaxRows rows, with a micro-tile of exactly that many rows.
-template <class Isa, int R>
-void multiply_remaining_rows(int64_t m, const float* a, const float* w, int64_t n, int64_t kp, float* c, int64_t ldc,
-                             float* lanes) {
+template <class Isa, int R, bool kScaled>
+void multiply_remaining_rows(int64_t m, const typename Isa::E* a, PackedScales a_scales, const typename Isa::E* w,
+                             int64_t n, PackedScales w_scales, int64_t kp, float* c, int64_t ldc, float* spill) {
   if constexpr (R >= 1) {
-    if (m == R) return multiply_rows<Isa, R>(a, w, n, kp, c, ldc, lanes);
-    multiply_remaining_rows<Isa, R - 1>(m, a, w, n, kp, c, ldc, lanes);
+    if (m == R) return multiply_rows<Isa, R, kScaled>(a, a_scales, w, n, w_scales, kp, c, ldc, spill);
+    multiply_remaining_rows<Isa, R - 1, kScaled>(m, a, a_scales, w, n, w_scales, kp, c, ldc, spill);
   }
 }
 
-template <class Isa>
-void multiply_block(const float* a, int64_t m, const float* w, int64_t n, int64_t kp, float* c, int64_t ldc,
-                    float* lanes) {
+template <class Isa, bool kScaled>
+void multiply_block_in(const typename Isa::E* a, int64_t m, PackedScales a_scales, const typename Isa::E* w, int64_t n,
+                       PackedScales w_scales, int64_t kp, float* c, int64_t ldc, float* spill) {
   constexpr int MR = Isa::kMaxRows;
   int64_t i = 0;
-  for (; i + MR <= m; i += MR) multiply_rows<Isa, MR>(a + i * kp, w, n, kp, c + i * ldc, ldc, lanes);
-  multiply_remaining_rows<Isa, MR - 1>(m - i, a + i * kp, w, n, kp, c + i * ldc, ldc, lanes);
+  for (; i + MR <= m; i += MR)
+    multiply_rows<Isa, MR, kScaled>(a + i * kp, scales_from<Isa>(a_scales, i), w, n, w_scales, kp, c + i * ldc, ldc, spill);
+  multiply_remaining_rows<Isa, MR - 1, kScaled>(m - i, a + i * kp, scales_from<Isa>(a_scales, i), w, n, w_scales, kp,
+                                                c + i * ldc, ldc, spill);
 }
 
-// Decodes `count` < 16 elements through a zero-filled 16-element chunk, so
-// that every value comes from the same vector decode as the full chunks.
-template <class Isa, class Code, class Decode>
-void decode_partial_chunk(const Code* codes, int64_t count, float* out, Decode decode) {
-  Code chunk[kGemmLanes] = {};
-  float values[kGemmLanes];
-  for (int64_t t = 0; t < count; ++t) chunk[t] = codes[t];
-  decode(chunk, values);
-  for (int64_t t = 0; t < count; ++t) out[t] = values[t];
-}
-
-// (Templates over Isa, like everything here, only for internal linkage.)
 template <class Isa>
-void zero_tail(float* out, int64_t cols, int64_t ld) {
-  for (int64_t k = cols; k < ld; ++k) out[k] = 0.0f;
+FP8RL_NOINLINE void multiply_block_body(const void* a, int64_t m, PackedScales a_scales, const void* w, int64_t n,
+                                        PackedScales w_scales, int64_t kp, float* c, int64_t ldc, float* spill) {
+  using E = typename Isa::E;
+  const auto* pa = static_cast<const E*>(a);
+  const auto* pw = static_cast<const E*>(w);
+  if (a_scales.scales) return multiply_block_in<Isa, true>(pa, m, a_scales, pw, n, w_scales, kp, c, ldc, spill);
+  multiply_block_in<Isa, false>(pa, m, a_scales, pw, n, w_scales, kp, c, ldc, spill);
 }
 
-// One row: codes [cols] with one scale per 128 columns -> out [ld].
+// Entry points set the FP environment, then call a function the compiler
+// cannot inline, so that no arithmetic is moved across the switch.
 template <class Isa>
-void decode_fp8_row(const uint8_t* codes, const float* scales, int64_t cols, float* out, int64_t ld) {
-  for (int64_t k0 = 0; k0 < cols; k0 += kQuantBlock) {
-    const float scale = scales[k0 / kQuantBlock];
-    const int64_t k1 = cols - k0 < kQuantBlock ? cols : k0 + kQuantBlock;
-    int64_t k = k0;
-    for (; k + kGemmLanes <= k1; k += kGemmLanes) Isa::decode_fp8_16(codes + k, scale, out + k);
-    if (k < k1)
-      decode_partial_chunk<Isa>(codes + k, k1 - k, out + k,
-                                [scale](const uint8_t* c, float* o) { Isa::decode_fp8_16(c, scale, o); });
+void multiply_block(const void* a, int64_t m, PackedScales a_scales, const void* w, int64_t n, PackedScales w_scales,
+                    int64_t kp, float* c, int64_t ldc, float* spill) {
+  [[maybe_unused]] const typename Isa::FloatMode mode;
+  multiply_block_body<Isa>(a, m, a_scales, w, n, w_scales, kp, c, ldc, spill);
+}
+
+// Rows [row_begin, row_end) of a row-major source of `cols` Codes per row,
+// packed: out [rows, kp] elements, zero past cols.
+template <class Isa, class Code>
+void pack_rows(const Code* source, int64_t cols, int64_t row_begin, int64_t row_end, void* out, int64_t kp) {
+  using E = typename Isa::E;
+  const int64_t full = cols / kGemmGroup * kGemmGroup;
+  const typename Isa::Tables tables = Isa::tables();
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const Code* row = source + r * cols;
+    E* packed = static_cast<E*>(out) + (r - row_begin) * kp;
+    for (int64_t k = 0; k < full; k += kGemmGroup)
+      FP8RL_UNROLL for (int h = 0; h < kParts<Isa>; ++h) Isa::store_pair(packed + k, h, Isa::widen(tables, row + k, h));
+    if (full == kp) continue;
+    Code tail[kGemmGroup] = {};
+    std::memcpy(tail, row + full, static_cast<size_t>(cols - full) * sizeof(Code));
+    FP8RL_UNROLL for (int h = 0; h < kParts<Isa>; ++h) Isa::store_pair(packed + full, h, Isa::widen(tables, tail, h));
   }
-  zero_tail<Isa>(out, cols, ld);
 }
 
-// The scales of row r: one per 128 columns.
+template <class Isa>
+void pack_fp8_rows(const Fp8Matrix& matrix, int64_t row_begin, int64_t row_end, void* out, int64_t kp) {
+  pack_rows<Isa>(matrix.codes, matrix.cols, row_begin, row_end, out, kp);
+}
+
+template <class Isa>
+void pack_bf16_rows(const uint16_t* matrix, int64_t cols, int64_t row_begin, int64_t row_end, void* out, int64_t kp) {
+  pack_rows<Isa>(matrix, cols, row_begin, row_end, out, kp);
+}
+
+// c [row_end - row_begin] = a [kp] . W [row_begin, row_end)^T for a single
+// row of A, widening W group by group into registers: with one row a packed
+// panel would be written and read back for a single dot2 per element. W rows
+// are `cols` Codes apart; rows past row_end repeat the last row (their
+// results are dropped); row_scales(r) gives row r's block scales (FP8). While
+// a tile streams, the rows of the next one are prefetched at the same depth,
+// so that W arrives at memory bandwidth also for the short rows of small
+// matrices, where the hardware prefetchers barely ramp up. The lanes follow
+// micro_kernel, so the bits are multiply_block's.
+template <class Isa, bool kScaled, class Code, class RowScales>
+void multiply_row_tiles(const typename Isa::E* a, PackedScales a_scales, const Code* w, int64_t cols, int64_t row_begin,
+                        int64_t row_end, int64_t kp, float* c, RowScales row_scales) {
+  constexpr int NR = Isa::kRowTile, H = kParts<Isa>;
+  const int64_t full = cols / kGemmGroup * kGemmGroup;
+  const typename Isa::Tables tables = Isa::tables();
+  for (int64_t j = row_begin; j < row_end; j += NR) {
+    const Code* rows[NR];
+    const float* scales[NR];
+    Code tails[NR][kGemmGroup] = {};
+    FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
+      const int64_t r = j + t < row_end ? j + t : row_end - 1;
+      rows[t] = w + r * cols;
+      scales[t] = row_scales(r);
+      if (full < kp) std::memcpy(tails[t], rows[t] + full, static_cast<size_t>(cols - full) * sizeof(Code));
+    }
+    const Code* next = j + NR < row_end ? w + (j + NR) * cols : nullptr;
+    const auto step = [&](Lanes<Isa, NR>& into, int64_t g_begin, int64_t g_end) {
+      for (int64_t k = g_begin; k < g_end; k += kGemmGroup) {
+        const bool tail = k >= full;
+        if (next && !tail)
+          FP8RL_UNROLL for (int t = 0; t < NR; ++t) FP8RL_PREFETCH(next + t * cols + k);
+        FP8RL_UNROLL for (int h = 0; h < H; ++h) {
+          const typename Isa::P av = Isa::load_pair(a + k, h);
+          FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
+            const Code* source = tail ? tails[t] : rows[t] + k;
+            into.v[t][h] = Isa::dot2(into.v[t][h], av, Isa::widen(tables, source, h));
+          }
+        }
+      }
+    };
+    const auto scale = [&](int t, int64_t b) { return Isa::mul(a_scales.scales[b], scales[t][b]); };
+    Lanes<Isa, NR> lanes;
+    lanes.clear();
+    accumulate<Isa, NR, kScaled>(lanes, 0, kp, step, scale);
+    float tile[NR];
+    Isa::template reduce<NR>(lanes.v, tile);
+    const int64_t count = row_end - j < NR ? row_end - j : NR;
+    for (int64_t t = 0; t < count; ++t) c[j - row_begin + t] = tile[t];
+  }
+}
+
+// The scales of row r of an FP8 matrix: one per 128 columns.
 template <class Isa>
 const float* fp8_row_scales(const Fp8Matrix& matrix, int64_t r) {
   const int64_t blocks_per_row = (matrix.cols + kQuantBlock - 1) / kQuantBlock;
@@ -180,182 +307,45 @@ const float* fp8_row_scales(const Fp8Matrix& matrix, int64_t r) {
 }
 
 template <class Isa>
-void decode_fp8_rows(const Fp8Matrix& matrix, int64_t row_begin, int64_t row_end, float* out, int64_t ld) {
-  for (int64_t r = row_begin; r < row_end; ++r)
-    decode_fp8_row<Isa>(matrix.codes + r * matrix.cols, fp8_row_scales<Isa>(matrix, r), matrix.cols,
-                        out + (r - row_begin) * ld, ld);
+FP8RL_NOINLINE void multiply_row_fp8_body(const void* a, PackedScales a_scales, const Fp8Matrix& w, int64_t row_begin,
+                                          int64_t row_end, int64_t kp, float* c) {
+  multiply_row_tiles<Isa, true>(static_cast<const typename Isa::E*>(a), a_scales, w.codes, w.cols, row_begin, row_end,
+                                kp, c, [&w](int64_t r) { return fp8_row_scales<Isa>(w, r); });
 }
 
 template <class Isa>
-void decode_bf16_rows(const uint16_t* matrix, int64_t cols, int64_t row_begin, int64_t row_end, float* out,
-                      int64_t ld) {
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const uint16_t* bits = matrix + r * cols;
-    float* row = out + (r - row_begin) * ld;
-    int64_t k = 0;
-    for (; k + kGemmLanes <= cols; k += kGemmLanes) Isa::decode_bf16_16(bits + k, row + k);
-    if (k < cols) decode_partial_chunk<Isa>(bits + k, cols - k, row + k, &Isa::decode_bf16_16);
-    zero_tail<Isa>(row, cols, ld);
-  }
-}
-
-// The partial chunk at the end of a row: codes [count] -> out [16], zero-padded.
-template <class Isa, class Code, class Decode>
-void decode_last_chunk(const Code* codes, int64_t count, float* out, Decode decode) {
-  decode_partial_chunk<Isa>(codes, count, out, decode);
-  for (int64_t t = count; t < kGemmLanes; ++t) out[t] = 0.0f;
-}
-
-// W rows per single-row tile: 8 FMA chains hide the FMA latency behind the
-// decodes; more only add register pressure (each row has its own pointer).
-template <class Isa>
-constexpr int kSingleRowTile = Isa::cols_for_rows(1) < 8 ? Isa::cols_for_rows(1) : 8;
-
-// c [row_end - row_begin] = a [kp] . W [row_begin, row_end)^T for a single
-// row of A, decoding W chunk by chunk into registers: with one row a decoded
-// panel would be written and read back for a single FMA per element, which
-// costs more than the FMA. W rows are `cols` Codes apart; rows past row_end
-// repeat the last row (their results are dropped). For each tile of NR rows,
-//   last(t, out)           writes the partial chunk at full = cols rounded
-//                          down to 16 (zeros past the end), as the panel
-//                          decoders do, when full < kp;
-//   blocks(rows, step)     calls step(k0, k1, chunk, integral_constant<C>)
-//                          for consecutive column ranges covering [0, full),
-//                          where chunk(t, k, w) sets w [C * H] to
-//                          W[rows[t], k .. k + 16 C) and 16 C divides k1 - k0.
-// The lanes follow micro_kernel, so the bits are multiply_block's. While a
-// tile streams, the rows of the next one are prefetched (a line per row
-// every 64 bytes), so that W arrives at memory bandwidth also for the short
-// rows of small matrices, where the hardware prefetchers barely ramp up.
-template <class Isa, class Code, class Last, class Blocks>
-void multiply_row_tiles(const float* a, const Code* w, int64_t row_begin, int64_t row_end, int64_t cols, int64_t kp,
-                        float* c, Last last, Blocks blocks) {
-  using V = typename Isa::V;
-  constexpr int H = kVectorsPerLaneSet<Isa>;
-  constexpr int NR = kSingleRowTile<Isa>;
-  constexpr int64_t kLineCodes = 64 / static_cast<int64_t>(sizeof(Code));
-  const int64_t full = cols / kGemmLanes * kGemmLanes;
-  for (int64_t j = row_begin; j < row_end; j += NR) {
-    int64_t rows[NR];
-    const Code* next[NR];  // the next tile's rows, for the prefetches
-    FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
-      rows[t] = j + t < row_end ? j + t : row_end - 1;
-      next[t] = w + (j + NR + t < row_end ? j + NR + t : row_end - 1) * cols;
-    }
-    // The partial last chunks are decoded first: the copies in there become
-    // library calls, which would evict the accumulators from registers.
-    alignas(64) float tail[NR][kGemmLanes];  // [NR, 16]
-    if (full < kp) FP8RL_UNROLL for (int t = 0; t < NR; ++t) last(rows[t], tail[t]);
-    V acc[NR][H];
-    FP8RL_UNROLL for (int t = 0; t < NR; ++t) FP8RL_UNROLL for (int h = 0; h < H; ++h) acc[t][h] = Isa::zero();
-    blocks(rows, [&](int64_t k0, int64_t k1, auto chunk, auto chunks_per_step) {
-      constexpr int C = decltype(chunks_per_step)::value;
-      for (int64_t k = k0; k < k1; k += C * kGemmLanes) {
-        if (k % kLineCodes == 0) FP8RL_UNROLL for (int t = 0; t < NR; ++t) FP8RL_PREFETCH(next[t] + k);
-        V av[C][H];
-        FP8RL_UNROLL for (int u = 0; u < C; ++u) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
-          av[u][h] = Isa::load_operand(a + k + u * kGemmLanes + h * Isa::kWidth);
-        }
-        FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
-          V wv[C * H];
-          chunk(t, k, wv);
-          FP8RL_UNROLL for (int u = 0; u < C; ++u) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
-            acc[t][h] = Isa::fma(av[u][h], wv[u * H + h], acc[t][h]);
-          }
-        }
-      }
-    });
-    if (full < kp) {
-      V av[H];
-      FP8RL_UNROLL for (int h = 0; h < H; ++h) av[h] = Isa::load_operand(a + full + h * Isa::kWidth);
-      FP8RL_UNROLL for (int t = 0; t < NR; ++t) FP8RL_UNROLL for (int h = 0; h < H; ++h) {
-        acc[t][h] = Isa::fma(av[h], Isa::load(tail[t] + h * Isa::kWidth), acc[t][h]);
-      }
-    }
-    float tile[NR];
-    Isa::template reduce<NR>(acc, tile);
-    const int64_t count = row_end - j < NR ? row_end - j : NR;
-    for (int64_t t = 0; t < count; ++t) c[j - row_begin + t] = tile[t];
-  }
-}
-
-// Whether one multiply by scale * 256 gives the bits of dequantize_value for
-// every code, i.e. of (code's FP16 value * 256) * scale: scale * 256 is then
-// exact (no overflow; scale normal, so the product is not flushed under FTZ
-// either) and both round the same real number once. Zero qualifies (same
-// signed zero or NaN either way); NaN, subnormal and huge scales do not.
-template <class Isa>
-bool scale_folds(float scale) {
-  const float magnitude = scale < 0.0f ? -scale : scale;
-  return scale == 0.0f || (magnitude >= 0x1p-126f && magnitude <= 0x1p119f);
+void multiply_row_fp8(const void* a, PackedScales a_scales, const Fp8Matrix& w, int64_t row_begin, int64_t row_end,
+                      int64_t kp, float* c) {
+  [[maybe_unused]] const typename Isa::FloatMode mode;
+  multiply_row_fp8_body<Isa>(a, a_scales, w, row_begin, row_end, kp, c);
 }
 
 template <class Isa>
-void multiply_row_fp8(const float* a, const Fp8Matrix& w, int64_t row_begin, int64_t row_end, int64_t kp, float* c) {
-  using V = typename Isa::V;
-  constexpr int NR = kSingleRowTile<Isa>;
-  const int64_t cols = w.cols, full = cols / kGemmLanes * kGemmLanes;
-  const auto row_codes = [&w](int64_t r) { return w.codes + r * w.cols; };
-  const auto last = [&](int64_t r, float* out) {
-    const float s = fp8_row_scales<Isa>(w, r)[full / kQuantBlock];
-    decode_last_chunk<Isa>(row_codes(r) + full, cols - full, out,
-                           [s](const uint8_t* chunk, float* o) { Isa::decode_fp8_16(chunk, s, o); });
-  };
-  const auto blocks = [&](const int64_t(&rows)[NR], auto step) {
-    const uint8_t* codes[NR];
-    const float* scales[NR];
-    FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
-      codes[t] = row_codes(rows[t]);
-      scales[t] = fp8_row_scales<Isa>(w, rows[t]);
-    }
-    for (int64_t k0 = 0; k0 < full; k0 += kQuantBlock) {
-      const int64_t k1 = full - k0 < kQuantBlock ? full : k0 + kQuantBlock;
-      float scale[NR];
-      bool fold = true;
-      FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
-        scale[t] = scales[t][k0 / kQuantBlock];
-        fold = fold && scale_folds<Isa>(scale[t]);
-      }
-      constexpr std::integral_constant<int, 1> one_chunk;
-      if (fold) {
-        V factor[NR];
-        FP8RL_UNROLL for (int t = 0; t < NR; ++t) factor[t] = Isa::broadcast(scale[t] * 256.0f);
-        step(
-            k0, k1, [&](int t, int64_t at, V* out) { Isa::decode_fp8_16_times(codes[t] + at, factor[t], out); },
-            one_chunk);
-      } else {
-        step(
-            k0, k1,
-            [&](int t, int64_t k, V* out) {
-              alignas(64) float scratch[kGemmLanes];
-              Isa::decode_fp8_16(codes[t] + k, scale[t], scratch);
-              FP8RL_UNROLL for (int h = 0; h < kVectorsPerLaneSet<Isa>; ++h) out[h] =
-                  Isa::load(scratch + h * Isa::kWidth);
-            },
-            one_chunk);
-      }
-    }
-  };
-  multiply_row_tiles<Isa>(a, w.codes, row_begin, row_end, cols, kp, c, last, blocks);
+FP8RL_NOINLINE void multiply_row_bf16_body(const void* a, const uint16_t* w, int64_t k, int64_t row_begin,
+                                           int64_t row_end, int64_t kp, float* c) {
+  multiply_row_tiles<Isa, false>(static_cast<const typename Isa::E*>(a), PackedScales{}, w, k, row_begin, row_end, kp,
+                                 c, [](int64_t) { return static_cast<const float*>(nullptr); });
 }
 
 template <class Isa>
-void multiply_row_bf16(const float* a, const uint16_t* w, int64_t k, int64_t row_begin, int64_t row_end, int64_t kp,
+void multiply_row_bf16(const void* a, const uint16_t* w, int64_t k, int64_t row_begin, int64_t row_end, int64_t kp,
                        float* c) {
-  using V = typename Isa::V;
-  constexpr int NR = kSingleRowTile<Isa>;
-  const int64_t full = k / kGemmLanes * kGemmLanes;
-  const auto last = [&](int64_t r, float* out) {
-    decode_last_chunk<Isa>(w + r * k + full, k - full, out, &Isa::decode_bf16_16);
-  };
-  const auto blocks = [&](const int64_t(&rows)[NR], auto step) {
-    const uint16_t* bits[NR];
-    FP8RL_UNROLL for (int t = 0; t < NR; ++t) bits[t] = w + rows[t] * k;
-    step(
-        0, full, [&](int t, int64_t at, V* out) { Isa::decode_bf16_16_to(bits[t] + at, out); },
-        std::integral_constant<int, 1>{});
-  };
-  multiply_row_tiles<Isa>(a, w, row_begin, row_end, k, kp, c, last, blocks);
+  [[maybe_unused]] const typename Isa::FloatMode mode;
+  multiply_row_bf16_body<Isa>(a, w, k, row_begin, row_end, kp, c);
+}
+
+template <class Isa>
+void decode_e4m3(const uint8_t* codes, int64_t n, float* out) {
+  const float* values = e4m3_code_values();
+  for (int64_t i = 0; i < n; ++i) out[i] = values[codes[i]];
+}
+
+template <class Isa>
+void decode_bf16(const uint16_t* bits, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t word = static_cast<uint32_t>(bits[i]) << 16;
+    std::memcpy(out + i, &word, sizeof(float));
+  }
 }
 
 constexpr int64_t gcd(int64_t a, int64_t b) { return b == 0 ? a : gcd(b, a % b); }
@@ -373,13 +363,16 @@ constexpr int64_t panel_rows_multiple() {
 template <class Isa>
 constexpr GemmKernels make_gemm_kernels(SimdLevel level) {
   return GemmKernels{level,
+                     static_cast<int64_t>(sizeof(typename Isa::E)),
                      panel_rows_multiple<Isa>(),
                      Isa::kMaxRows,
-                     &decode_fp8_rows<Isa>,
-                     &decode_bf16_rows<Isa>,
+                     &pack_fp8_rows<Isa>,
+                     &pack_bf16_rows<Isa>,
                      &multiply_block<Isa>,
                      &multiply_row_fp8<Isa>,
-                     &multiply_row_bf16<Isa>};
+                     &multiply_row_bf16<Isa>,
+                     &decode_e4m3<Isa>,
+                     &decode_bf16<Isa>};
 }
 
 }  // namespace fp8rl::cpu::gemm

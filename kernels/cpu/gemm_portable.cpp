@@ -1,53 +1,74 @@
-// The portable GEMM kernels: plain C++ with std::fma, the reference every SIMD
-// table must match bit for bit, and the fallback on CPUs without AVX2.
-#include <cmath>
-
+// The portable GEMM kernels: plain C++, the contract of gemm_microkernel.h
+// spelled out one lane at a time (with ftz_arithmetic.h for VDPBF16PS's
+// flushing), the reference every SIMD table must match bit for bit, and the
+// fallback on CPUs without AVX2. Packed elements are FP32, each group split
+// into its 16 odd then its 16 even elements, so that a lane's pair sits at
+// group[j] and group[16 + j].
 #include "../common/bf16_codec.h"
-#include "../common/block_scale.h"
+#include "fp8_decode_table.h"
+#include "ftz_arithmetic.h"
 #include "gemm_microkernel.h"
 
 namespace fp8rl::cpu {
+
+const float* e4m3_code_values() { return e4m3_decode_table().values; }
+
+const E4m3Bf16Bytes& e4m3_bf16_bytes() {
+  static const E4m3Bf16Bytes bytes = [] {
+    E4m3Bf16Bytes b{};
+    for (int code = 0; code < 128; ++code) {
+      const uint16_t bits = bf16_encode(e4m3_decode_table().values[code]);  // exact: 4 significant bits
+      b.low[code] = static_cast<uint8_t>(bits & 0xFF);
+      b.high[code] = static_cast<uint8_t>(bits >> 8);
+    }
+    return b;
+  }();
+  return bytes;
+}
+
 namespace {
 
 struct Portable {
   using V = float;
+  using E = float;
+  struct P {
+    float odd, even;
+  };
+  struct FloatMode {};  // ftz_arithmetic.h does the flushing itself
   static constexpr int kWidth = 1;
   static constexpr int kMaxRows = 2;
+  static constexpr int kRowTile = 4;
   static constexpr int cols_for_rows(int rows) { return rows == 1 ? 4 : 2; }
 
   static V zero() { return 0.0f; }
   static V load(const float* p) { return *p; }
-  static V load_operand(const float* p) { return *p; }
   static void store(float* p, V v) { *p = v; }
-  static V fma(V a, V b, V c) { return std::fma(a, b, c); }
+  static V broadcast(float x) { return x; }
+  static V dot2(V lane, P a, P w) { return fma_ftz(a.even, w.even, fma_ftz(a.odd, w.odd, lane)); }
+  static V fma(V a, V b, V c) { return fma_ftz(a, b, c); }
+  static float mul(float a, float b) { return mul_ftz(a, b); }
 
-  static float reduce_lanes(const float (&lane)[kGemmLanes]) {
-    float s8[8], s4[4];
-    for (int j = 0; j < 8; ++j) s8[j] = lane[j] + lane[j + 8];
-    for (int j = 0; j < 4; ++j) s4[j] = s8[j] + s8[j + 4];
-    const float s2_0 = s4[0] + s4[2], s2_1 = s4[1] + s4[3];
-    return s2_0 + s2_1;
+  static P load_pair(const E* group, int h) { return P{group[h], group[kGemmLanes + h]}; }
+  static void store_pair(E* group, int h, P p) {
+    group[h] = p.odd;
+    group[kGemmLanes + h] = p.even;
+  }
+  using Tables = const float*;  // e4m3_code_values()
+  static Tables tables() { return e4m3_code_values(); }
+  static P widen(const Tables&, const uint16_t* bits, int h) { return P{bf16_decode(bits[2 * h + 1]), bf16_decode(bits[2 * h])}; }
+  static P widen(const Tables& values, const uint8_t* codes, int h) {
+    return P{values[codes[2 * h + 1]], values[codes[2 * h]]};
   }
 
   template <int C>
-  static void reduce(const V (&acc)[C][kGemmLanes], float* out) {
-    for (int t = 0; t < C; ++t) out[t] = reduce_lanes(acc[t]);
+  static void reduce(const V (&lanes)[C][kGemmLanes], float* out) {
+    for (int t = 0; t < C; ++t) {
+      float s8[8], s4[4];
+      for (int j = 0; j < 8; ++j) s8[j] = add_ftz(lanes[t][j], lanes[t][j + 8]);
+      for (int j = 0; j < 4; ++j) s4[j] = add_ftz(s8[j], s8[j + 4]);
+      out[t] = add_ftz(add_ftz(s4[0], s4[2]), add_ftz(s4[1], s4[3]));
+    }
   }
-
-  static void decode_fp8_16(const uint8_t* codes, float scale, float* out) {
-    for (int t = 0; t < kGemmLanes; ++t) out[t] = dequantize_value(codes[t], scale, Fp8Format::e4m3);
-  }
-
-  static void decode_bf16_16(const uint16_t* bits, float* out) {
-    for (int t = 0; t < kGemmLanes; ++t) out[t] = bf16_decode(bits[t]);
-  }
-
-  static V broadcast(float x) { return x; }
-  // fp8_decode(code) * 2^-8 is exact (the smallest magnitude is 2^-9).
-  static void decode_fp8_16_times(const uint8_t* codes, V factor, V* out) {
-    for (int t = 0; t < kGemmLanes; ++t) out[t] = (fp8_decode(codes[t], Fp8Format::e4m3) * 0x1p-8f) * factor;
-  }
-  static void decode_bf16_16_to(const uint16_t* bits, V* out) { decode_bf16_16(bits, out); }
 };
 
 constexpr GemmKernels kPortableKernels = gemm::make_gemm_kernels<Portable>(SimdLevel::portable);
@@ -58,6 +79,7 @@ const GemmKernels& portable_gemm_kernels() { return kPortableKernels; }
 
 const GemmKernels& gemm_kernels(SimdLevel level) {
 #if defined(__x86_64__)
+  if (level == SimdLevel::avx512_bf16) return avx512_bf16_gemm_kernels();
   if (level == SimdLevel::avx512) return avx512_gemm_kernels();
   if (level == SimdLevel::avx2) return avx2_gemm_kernels();
 #endif

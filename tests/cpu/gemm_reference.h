@@ -122,11 +122,14 @@ inline Reference reference_gemm(const std::vector<float>& a, const std::vector<f
   return ref;
 }
 
-// FP32 error bound of the kernels' order: a lane adds ceil(K/16) products
-// with one rounding each, then four tree levels add one rounding each, every
-// rounding at most 2^-24 relative to a partial sum bounded by sum |a_k w_k|.
+// FP32 error bound of the kernels' contract against the float64 product of
+// the (rounded) dequantized inputs: a lane adds ceil(K/16) products with one
+// rounding each; each FP8 block adds the rounding of its scale product and of
+// its promotion; four tree levels add one each; the reference's own
+// dequantization rounds each input once. Every rounding is at most 2^-24
+// relative to a partial sum bounded by sum |a_k w_k|.
 inline double error_bound(int64_t k, double magnitude) {
-  const double roundings = static_cast<double>((k + 15) / 16 + 4);
+  const double roundings = static_cast<double>((k + 15) / 16 + 2 * ((k + 127) / 128) + 4 + 2);
   return 1.01 * roundings * std::ldexp(magnitude, -24) + 1e-30;
 }
 

@@ -15,6 +15,7 @@ inline std::vector<SimdLevel> supported_levels() {
   const SimdLevel best = detect_simd_level();
   if (best >= SimdLevel::avx2) levels.push_back(SimdLevel::avx2);
   if (best >= SimdLevel::avx512) levels.push_back(SimdLevel::avx512);
+  if (best >= SimdLevel::avx512_bf16) levels.push_back(SimdLevel::avx512_bf16);
   return levels;
 }
 
