@@ -34,6 +34,8 @@ inline float fma_ftz(float a, float b, float c) {
   a = denormal_as_zero(a);
   b = denormal_as_zero(b);
   c = denormal_as_zero(c);
+  if (a == 0.0f || b == 0.0f) return std::fma(a, b, c);  // c itself (or an exact zero): nothing to flush, and
+                                                         // scaling the other factor could overflow into inf * 0
   return flush_after_rounding(std::fma(a, b, c), [&] { return std::fma(a * 0x1p32f, b * 0x1p32f, c * 0x1p64f); });
 }
 
