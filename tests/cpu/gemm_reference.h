@@ -5,6 +5,7 @@
 // comparing the two neighbours.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -131,6 +132,151 @@ inline Reference reference_gemm(const std::vector<float>& a, const std::vector<f
 inline double error_bound(int64_t k, double magnitude) {
   const double roundings = static_cast<double>((k + 15) / 16 + 2 * ((k + 127) / 128) + 4 + 2);
   return 1.01 * roundings * std::ldexp(magnitude, -24) + 1e-30;
+}
+
+// ---------------------------------------------------------------------------
+// The CPU GEMM contract (kernels/cpu/gemm_microkernel.h) as a scalar float64
+// model, written from the contract's text only (no kernel code).
+//
+// Every contract step is F(x * y + z) (or F(x * y), F(x + y)) on FP32
+// operands. Products of two FP32 values have at most 48 significant bits, so
+// they are exact in float64. Each sum of two exact float64 values is done with
+// TwoSum and, where it is inexact, rounded to odd (add_round_to_odd): a
+// rounded-to-odd float64 (53 bits >= 24 + 2) rounds once more to the correctly
+// rounded FP32, so F() is exact for any operands, not only for the narrow-range
+// inputs on which the float64 sums are exact anyway (there the TwoSum error is
+// zero and add_round_to_odd is plain x + y).
+
+// x + y rounded to 53 bits, to the neighbour with an odd last bit when inexact.
+inline double add_round_to_odd(double x, double y) {
+  const double s = x + y;
+  if (!std::isfinite(s)) return s;  // an infinite operand or NaN; FP32-range sums never overflow float64
+  const double y_part = s - x;      // TwoSum (Knuth): s + error == x + y exactly
+  const double error = (x - (s - y_part)) + (y - y_part);
+  if (error == 0.0) return s;
+  uint64_t bits;
+  std::memcpy(&bits, &s, sizeof bits);
+  if (bits & 1u) return s;  // the exact value lies between s and its neighbour toward error; s is the odd one
+  return std::nextafter(
+      s, error > 0.0 ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity());
+}
+
+// DAZ: an FP32 operand below 2^-126 in magnitude reads as zero of its sign.
+inline double daz(float x) {
+  return std::fabs(x) < 0x1p-126f ? std::copysign(0.0, static_cast<double>(x)) : static_cast<double>(x);
+}
+
+// F(): x (exact, or rounded to odd in float64) rounded to FP32 nearest-even as
+// if the exponent were unbounded, then flushed to zero of its sign when that
+// is below 2^-126 (FTZ, tininess judged after rounding).
+inline float contract_round(double x) {
+  if (std::isnan(x)) return std::numeric_limits<float>::quiet_NaN();
+  if (x == 0.0 || std::fabs(x) >= 0x1p-126) return static_cast<float>(x);  // normal range or overflow: IEEE rounding
+  // Scaled by 2^64 the value is a normal FP32 (exactly: float64 has the range),
+  // so the cast rounds to 24 significant bits; scaling back is exact again.
+  const double rounded = static_cast<double>(static_cast<float>(x * 0x1p64)) * 0x1p-64;
+  if (std::fabs(rounded) < 0x1p-126) return x < 0.0 ? -0.0f : 0.0f;
+  return static_cast<float>(rounded);  // 2^-126 itself
+}
+
+// F(a * b + c), one rounding, operands DAZ.
+inline float contract_fma(float a, float b, float c) {
+  return contract_round(add_round_to_odd(daz(a) * daz(b), daz(c)));  // the product is exact (<= 48 bits)
+}
+inline float contract_mul(float a, float b) { return contract_round(daz(a) * daz(b)); }
+inline float contract_add(float a, float b) { return contract_round(add_round_to_odd(daz(a), daz(b))); }
+
+// One lane's VDPBF16PS step: the odd pair first, then the even pair.
+inline float contract_dot2(float lane, float a_odd, float w_odd, float a_even, float w_even) {
+  return contract_fma(a_even, w_even, contract_fma(a_odd, w_odd, lane));
+}
+
+constexpr int64_t kContractLanes = 16;
+constexpr int64_t kContractGroup = 32;
+constexpr int64_t kContractBlock = 128;
+
+// The final tree over the 16 lanes.
+inline float contract_tree(const float (&lane)[kContractLanes]) {
+  float s8[8], s4[4], s2[2];
+  for (int j = 0; j < 8; ++j) s8[j] = contract_add(lane[j], lane[j + 8]);
+  for (int j = 0; j < 4; ++j) s4[j] = contract_add(s8[j], s8[j + 4]);
+  for (int j = 0; j < 2; ++j) s2[j] = contract_add(s4[j], s4[j + 2]);
+  return contract_add(s2[0], s2[1]);
+}
+
+// The groups [k_begin, k_end) (multiples of 32; k >= K reads zero) of a [K]
+// and w [K] into lanes [16].
+template <class AValue, class WValue>
+void contract_groups(AValue a, WValue w, int64_t k, int64_t k_begin, int64_t k_end, float (&lanes)[kContractLanes]) {
+  for (int64_t g = k_begin; g < k_end; g += kContractGroup)
+    for (int64_t j = 0; j < kContractLanes; ++j) {
+      const int64_t even = g + 2 * j, odd = even + 1;
+      lanes[j] = contract_dot2(lanes[j], odd < k ? a(odd) : 0.0f, odd < k ? w(odd) : 0.0f, even < k ? a(even) : 0.0f,
+                               even < k ? w(even) : 0.0f);
+    }
+}
+
+// c [m, n] under the contract for BF16 bits a [m, k] and w [n, k].
+inline std::vector<float> contract_gemm_bf16(const std::vector<uint16_t>& a, const std::vector<uint16_t>& w, int64_t m,
+                                             int64_t n, int64_t k) {
+  const int64_t kp = (k + kContractGroup - 1) / kContractGroup * kContractGroup;
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float lanes[kContractLanes] = {};
+      contract_groups([&](int64_t p) { return bf16_value(a[static_cast<size_t>(i * k + p)]); },
+                      [&](int64_t p) { return bf16_value(w[static_cast<size_t>(j * k + p)]); }, k, 0, kp, lanes);
+      c[static_cast<size_t>(i * n + j)] = contract_tree(lanes);
+    }
+  return c;
+}
+
+// c [a.rows, w.rows] under the contract for block-quantized a and w: raw code
+// values per 128-K block, promoted with F(F(scale_a * scale_w) * p + lane).
+inline std::vector<float> contract_gemm_fp8(const Fp8Data& a, const Fp8Data& w) {
+  const int64_t m = a.rows, n = w.rows, k = a.cols;
+  const int64_t kp = (k + kContractGroup - 1) / kContractGroup * kContractGroup;
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const auto a_code = [&](int64_t p) {
+        return static_cast<float>(e4m3_value(a.codes[static_cast<size_t>(i * k + p)]));  // exact: 4 bits
+      };
+      const auto w_code = [&](int64_t p) {
+        return static_cast<float>(e4m3_value(w.codes[static_cast<size_t>(j * k + p)]));
+      };
+      float lanes[kContractLanes] = {};
+      for (int64_t b0 = 0; b0 < kp; b0 += kContractBlock) {
+        float block[kContractLanes] = {};
+        contract_groups(a_code, w_code, k, b0, std::min(b0 + kContractBlock, kp), block);
+        const float s = contract_mul(a.scale_at(i, b0), w.scale_at(j, b0));
+        for (int64_t l = 0; l < kContractLanes; ++l) lanes[l] = contract_fma(block[l], s, lanes[l]);
+      }
+      c[static_cast<size_t>(i * n + j)] = contract_tree(lanes);
+    }
+  return c;
+}
+
+// The bits the GEMMs store for an FP32 result x: x itself, or the canonical
+// NaN 0x7FC00000.
+inline uint32_t f32_output_bits(float x) { return std::isnan(x) ? 0x7FC00000u : bits_of(x); }
+
+// The BF16 the GEMMs store for an FP32 result x: nearest even, overflowing to
+// infinity past the largest BF16 (unlike bf16_nearest, which only serves
+// values well inside the range); canonical NaN 0x7FC0. Distances are exact in
+// float64 (both neighbours and x share x's binade, or the next one up).
+inline uint16_t bf16_output_bits(float x) {
+  if (std::isnan(x)) return 0x7FC0;
+  const uint32_t bits = bits_of(x);
+  const uint32_t down = bits & 0xFFFF0000u;  // toward zero
+  if (down == bits) return static_cast<uint16_t>(bits >> 16);
+  const int biased = static_cast<int>((bits >> 23) & 0xFF);
+  const double low = std::fabs(static_cast<double>(float_of(down)));
+  const double step = std::ldexp(1.0, (biased == 0 ? 1 : biased) - 127 - 7);  // one BF16 unit in the last place
+  const double below = std::fabs(static_cast<double>(x)) - low, above = low + step - std::fabs(static_cast<double>(x));
+  const bool keep = below < above || (below == above && ((down >> 16) & 1u) == 0);
+  return static_cast<uint16_t>((keep ? down : down + 0x10000u) >>
+                               16);  // + one unit: away from zero, into inf at the top
 }
 
 // Index of the first element whose bits differ, or -1.

@@ -71,7 +71,7 @@ TEST_CASE("gemm_fp8 on operands quantized by the backend") {
   std::vector<float> a(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k));
   for (float& x : a) x = normal(rng);
   for (float& x : w) x = normal(rng) * 0.01f;
-  std::unique_ptr<Backend> backend = make_cpu_backend(2);
+  std::unique_ptr<Backend> backend = make_cpu_backend(2);       // quantizes; the GEMM runs at every level below
   Fp8Data aq = random_fp8(m, k, BlockLayout::tile_1x128, rng);  // sizes only; overwritten
   Fp8Data wq = random_fp8(n, k, BlockLayout::block_128x128, rng);
   QuantSpec spec;
@@ -79,7 +79,11 @@ TEST_CASE("gemm_fp8 on operands quantized by the backend") {
   spec.layout = BlockLayout::block_128x128;
   backend->quantize(w.data(), DType::f32, n, k, spec, wq.codes.data(), wq.scales.data());
   const Reference ref = reference_gemm(dequantize_reference(aq), dequantize_reference(wq), m, n, k);
-  check_against_reference(gemm_fp8_f32(*backend, aq, wq), ref, Shape{m, n, k});
+  for (const SimdLevel level : supported_levels()) {
+    CAPTURE(std::string(simd_level_name(level)));
+    std::unique_ptr<Backend> gemm = make_cpu_backend(2, level);
+    check_against_reference(gemm_fp8_f32(*gemm, aq, wq), ref, Shape{m, n, k});
+  }
   // And the quantized GEMM is close to the unquantized product.
   const Reference exact = reference_gemm(a, w, m, n, k);
   for (size_t i = 0; i < exact.value.size(); ++i)

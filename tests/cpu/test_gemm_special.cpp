@@ -48,18 +48,27 @@ TEST_CASE("gemm_bf16 propagates NaN and infinity to the outputs that read them")
   std::vector<uint16_t> a = random_bf16(m * k, rng), w = random_bf16(n * k, rng);
   a[static_cast<size_t>(1 * k + 3)] = 0x7FC1;   // A[1, 3] = NaN with a payload
   w[static_cast<size_t>(2 * k + 39)] = 0x7F80;  // W[2, 39] = +inf
-  std::unique_ptr<Backend> backend = make_cpu_backend(2);
-  const std::vector<float> c = gemm_bf16_out<float>(*backend, a, w, m, n, k);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      const float x = c[static_cast<size_t>(i * n + j)];
-      if (i == 1)
-        CHECK(bits_of(x) == kCanonicalNan);
-      else if (j == 2)
-        CHECK(std::isinf(x));  // or NaN if inf meets inf of the other sign: not in this data
-      else
-        CHECK(std::isfinite(x));
-    }
+  for (const SimdLevel level : supported_levels()) {
+    CAPTURE(std::string(simd_level_name(level)));
+    std::unique_ptr<Backend> backend = make_cpu_backend(2, level);
+    const std::vector<float> c = gemm_bf16_out<float>(*backend, a, w, m, n, k);
+    const std::vector<uint16_t> c16 = gemm_bf16_out<uint16_t>(*backend, a, w, m, n, k);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        CAPTURE(i);
+        CAPTURE(j);
+        const size_t at = static_cast<size_t>(i * n + j);
+        if (i == 1) {
+          CHECK(bits_of(c[at]) == kCanonicalNan);
+          CHECK(c16[at] == 0x7FC0);
+        } else if (j == 2) {
+          CHECK(std::isinf(c[at]));  // or NaN if inf meets inf of the other sign: not in this data
+          CHECK(c16[at] == static_cast<uint16_t>(bits_of(c[at]) >> 16));
+        } else {
+          CHECK(std::isfinite(c[at]));
+        }
+      }
+  }
 }
 
 void check_invalid(const std::function<void()>& call) {
