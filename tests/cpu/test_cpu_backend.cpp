@@ -32,7 +32,7 @@ TEST_CASE("describes itself with its SIMD level and thread count") {
 
 TEST_CASE("a requested SIMD level is clamped to what the CPU supports") {
   const std::string best = simd_level_name(detect_simd_level());
-  CHECK(make_cpu_backend(1, SimdLevel::avx512)->description() == "CPU (" + best + ", 1 thread)");
+  CHECK(make_cpu_backend(1, SimdLevel::avx512_bf16)->description() == "CPU (" + best + ", 1 thread)");
 }
 
 TEST_CASE("allocate gives aligned memory that upload and download fill") {
@@ -122,6 +122,7 @@ TEST_CASE("SIMD level names") {
   CHECK(std::string(simd_level_name(SimdLevel::portable)) == "portable");
   CHECK(std::string(simd_level_name(SimdLevel::avx2)) == "AVX2");
   CHECK(std::string(simd_level_name(SimdLevel::avx512)) == "AVX-512");
+  CHECK(std::string(simd_level_name(SimdLevel::avx512_bf16)) == "AVX-512 BF16");
 }
 
 }  // namespace

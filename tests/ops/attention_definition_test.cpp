@@ -133,7 +133,7 @@ TEST_CASE("CPU attention equals the attention_math.h definition bit for bit, eve
     const Inputs in = make_inputs(c, seed += 10);
     std::vector<float> out(in.q.size());
     const std::vector<float> expected = by_definition(make_args(c, in, out.data()));
-    for (SimdLevel level : {SimdLevel::portable, SimdLevel::avx2, SimdLevel::avx512}) {
+    for (SimdLevel level : {SimdLevel::portable, SimdLevel::avx2, SimdLevel::avx512, SimdLevel::avx512_bf16}) {
       for (int threads : {1, 2}) {
         std::fill(out.begin(), out.end(), -1.0f);
         make_cpu_backend(threads, level)->attention(make_args(c, in, out.data()));

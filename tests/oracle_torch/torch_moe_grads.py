@@ -112,7 +112,10 @@ from torch_reference import F64, torch  # noqa: E402
 AUX_COEF = 1.0
 GRAD_VARIANTS = {
     # Top-2 of 8, no renormalisation, all three layers sparse.
-    "top2": ("top2", {}, 1022, 0.0),
+    # top2 used 1022 until the CPU GEMM took the VDPBF16PS order: a token 4.3e-3
+    # from its top-2 boundary then moved between experts (that expert's gradient
+    # 10-17% off, every other tensor within 1.2%); 1033 is the next clear seed.
+    "top2": ("top2", {}, 1033, 0.0),
     # Top-4 of 8 with norm_topk_prob, experts 200 wide, tied head.
     "top4_norm": ("top4_norm", {}, 1068, 0.0),
     # Layer 1 dense (mlp_only_layers) between two sparse layers.

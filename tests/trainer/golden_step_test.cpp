@@ -1,14 +1,14 @@
 // Two RL steps on tiny models (BF16 and FP8 with KV cache and attention,
 // micro-batched; clipping off, inactive and active), recorded bit for bit: metrics, master
 // weights, AdamW moments, attention scales and the next rollout. The record
-// in golden/two_steps.txt was written by the trainer before the training
-// iteration was rebuilt (one recompute pass, host optimizer), so any change
-// of numerics since then fails here, with one exception: the gradient norm
-// is now summed on the backend in the fixed order of
-// kernels/common/reduction_order.h (pairwise over chunks) instead of one
-// sequential double sum, so its last bits differ (measured: about 1e-13
-// relative); it must agree to 1e-12, and the clipping scale derived from it,
-// like every weight, moment and scale, is still bitwise the record's.
+// was first written by the trainer before the training iteration was rebuilt
+// (one recompute pass, host optimizer) and held through that rebuild (with
+// one exception: the gradient norm is summed on the backend in the fixed
+// order of kernels/common/reduction_order.h, so its last bits differ, about
+// 1e-13 relative; it must agree to 1e-12, and the clipping scale derived
+// from it is still bitwise the record's). It was rewritten once, on purpose,
+// when the CPU GEMMs took the VDPBF16PS contract (docs/numerics.md): every
+// product-sum order changed. Any other change of numerics fails here.
 // FP8RL_WRITE_GOLDEN=<file> writes the record instead of comparing (only to
 // be done with a reviewed reason).
 #include <doctest/doctest.h>
@@ -154,7 +154,7 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("two steps give bitwise the record the trainer wrote before the iteration was rebuilt") {
+TEST_CASE("two steps give bitwise the recorded metrics, weights, moments, scales and rollout") {
   CHECK_FALSE(lines_agree("a.grad_norm 0x1p+0", "a.grad_norm 0x1.00001p+0"));  // the tolerance can fail
   CHECK(lines_agree("a.grad_norm 0x1p+0", "a.grad_norm 0x1.0000000000001p+0"));
   CHECK_FALSE(lines_agree("a.loss 0x1p+0", "a.loss 0x1.0000000000001p+0"));
