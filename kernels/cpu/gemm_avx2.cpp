@@ -31,7 +31,7 @@ struct Avx2 {
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V broadcast(float x) { return _mm256_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static float mul(float a, float b) { return a * b; }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V dot2(V lanes, P a, P w) { return _mm256_fmadd_ps(a.even, w.even, _mm256_fmadd_ps(a.odd, w.odd, lanes)); }
 
   static P load_pair(const E* group, int h) {
@@ -43,6 +43,9 @@ struct Avx2 {
   }
   using Tables = const float*;  // e4m3_code_values()
   static Tables tables() { return e4m3_code_values(); }
+  static void decode_e4m3_32(const Tables&, const uint8_t* codes, float* out) {
+    gemm::decode_e4m3_by_table<Avx2>(codes, kGemmGroup, out);
+  }
   // A 32-bit word holds a lane's pair, the even element in its low half.
   static P widen(const Tables&, const uint16_t* bits, int h) {
     const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + 2 * h * kWidth));

@@ -28,6 +28,9 @@ struct Avx512 : Avx512Lanes {
   }
   using Tables = const float*;  // e4m3_code_values()
   static Tables tables() { return e4m3_code_values(); }
+  static void decode_e4m3_32(const Tables&, const uint8_t* codes, float* out) {
+    gemm::decode_e4m3_by_table<Avx512>(codes, kGemmGroup, out);
+  }
   // A 32-bit word holds a lane's pair, the even element in its low half.
   static P widen(const Tables&, const uint16_t* bits, int) {
     const __m512i words = _mm512_loadu_si512(bits);

@@ -11,6 +11,20 @@
 namespace fp8rl::cpu {
 namespace {
 
+// The byte permutation that interleaves 32 low and 32 high bytes into words.
+struct Interleave {
+  alignas(64) uint8_t index[64];
+};
+constexpr Interleave interleave_bytes() {
+  Interleave t{};
+  for (int i = 0; i < 32; ++i) {
+    t.index[2 * i] = static_cast<uint8_t>(i);
+    t.index[2 * i + 1] = static_cast<uint8_t>(64 + i);
+  }
+  return t;
+}
+constexpr Interleave kInterleave = interleave_bytes();
+
 struct Avx512Bf16 : Avx512Lanes {
   using E = uint16_t;
   using P = __m512i;  // 32 BF16 values, lane j's pair in its 32-bit word j
@@ -31,14 +45,9 @@ struct Avx512Bf16 : Avx512Lanes {
   };
   static Tables tables() {
     const E4m3Bf16Bytes& bytes = e4m3_bf16_bytes();
-    alignas(64) uint8_t interleave[64];
-    for (int i = 0; i < 32; ++i) {
-      interleave[2 * i] = static_cast<uint8_t>(i);
-      interleave[2 * i + 1] = static_cast<uint8_t>(64 + i);
-    }
     return Tables{{_mm512_loadu_si512(bytes.low), _mm512_loadu_si512(bytes.low + 64)},
                   {_mm512_loadu_si512(bytes.high), _mm512_loadu_si512(bytes.high + 64)},
-                  _mm512_load_si512(interleave)};
+                  _mm512_load_si512(kInterleave.index)};
   }
   static P widen(const Tables&, const uint16_t* bits, int) { return _mm512_loadu_si512(bits); }
   // The permutes read 7 index bits (the magnitude); the sign goes straight
@@ -50,6 +59,14 @@ struct Avx512Bf16 : Avx512Lanes {
     const __m512i high = _mm512_ternarylogic_epi32(magnitude_high, index, _mm512_set1_epi8(static_cast<char>(0x80)),
                                                    0xF8);  // high | (index & 0x80)
     return _mm512_permutex2var_epi8(low, t.interleave, high);
+  }
+  // 32 codes' values: widened to BF16 as above, then to FP32 by a shift.
+  static void decode_e4m3_32(const Tables& t, const uint8_t* codes, float* out) {
+    const __m512i bf16 = widen(t, codes, 0);
+    const __m512i first = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(bf16));
+    const __m512i second = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(bf16, 1));
+    _mm512_storeu_si512(out, _mm512_slli_epi32(first, 16));
+    _mm512_storeu_si512(out + 16, _mm512_slli_epi32(second, 16));
   }
 };
 

@@ -34,7 +34,7 @@ struct Avx512Lanes {
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V broadcast(float x) { return _mm512_set1_ps(x); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static float mul(float a, float b) { return a * b; }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
 
   // The reduction tree for 16 accumulators at once, as a transpose: each step
   // adds the upper half of every lane set to its lower half and packs two

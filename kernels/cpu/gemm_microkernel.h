@@ -33,12 +33,13 @@
 //   static V broadcast(float);
 //   static V dot2(V lanes, P a, P w);           // the step above, lanes h*kWidth..
 //   static V fma(V a, V b, V c);                // F(a * b + c)
-//   static float mul(float a, float b);         // F(a * b)
+//   static V mul(V a, V b);                     // F(a * b)
 //   static P load_pair(const E* group, int h);  // from a packed group of 32 elements
 //   static void store_pair(E* group, int h, P);
 //   using Tables; static Tables tables();       // what widening codes needs, loaded once per call
 //   static P widen(const Tables&, const uint16_t* bits, int h);  // from 32 BF16 bits in K order
 //   static P widen(const Tables&, const uint8_t* codes, int h);  // from 32 E4M3 codes in K order
+//   static void decode_e4m3_32(const Tables&, const uint8_t* codes, float* out);  // out [32] = values
 //   template <int C> static void reduce(const V (&lanes)[C][16 / kWidth], float* out);
 //
 // Only the kernel translation units include this header, each with its Isa
@@ -82,11 +83,12 @@ struct Lanes {
     FP8RL_UNROLL for (int t = 0; t < T; ++t) FP8RL_UNROLL for (int h = 0; h < kParts<Isa>; ++h) v[t][h] =
         Isa::zero();
   }
-  // v[t] = F(block[t] * scale(t) + v[t]): the FP8 promotion.
+  // v[t] = F(block[t] * scale(t) + v[t]): the FP8 promotion; scale(t) is
+  // s_b of output t in every lane.
   template <class Scale>
   void promote(const Lanes& block, Scale scale) {
     FP8RL_UNROLL for (int t = 0; t < T; ++t) {
-      const typename Isa::V s = Isa::broadcast(scale(t));
+      const typename Isa::V s = scale(t);
       FP8RL_UNROLL for (int h = 0; h < kParts<Isa>; ++h) v[t][h] = Isa::fma(block.v[t][h], s, v[t][h]);
     }
   }
@@ -95,7 +97,8 @@ struct Lanes {
 // The K range [k_begin, k_end) in steps: for BF16 one step; for FP8 one per
 // block of 128, each step accumulating into a fresh block lane set that is
 // then promoted with that block's scale product. step(lanes, g_begin, g_end)
-// runs the groups; scale(t, b) gives s_b of tile output t.
+// runs the groups; scales(b) gives a callable t -> s_b of tile output t (as
+// a vector), made once per block so that it can broadcast each row's scale once.
 template <class Isa, int T, bool kScaled, class Step, class Scale>
 void accumulate(Lanes<Isa, T>& lanes, int64_t k_begin, int64_t k_end, Step step, Scale scale) {
   if constexpr (!kScaled) {
@@ -105,8 +108,7 @@ void accumulate(Lanes<Isa, T>& lanes, int64_t k_begin, int64_t k_end, Step step,
       Lanes<Isa, T> block;
       block.clear();
       step(block, b0, k_end - b0 < kQuantBlock ? k_end : b0 + kQuantBlock);
-      const int64_t b = b0 / kQuantBlock;
-      lanes.promote(block, [&](int t) { return scale(t, b); });
+      lanes.promote(block, scale(b0 / kQuantBlock));
     }
   }
 }
@@ -133,8 +135,11 @@ void micro_kernel(const typename Isa::E* a, PackedScales a_scales, const typenam
         }
       }
   };
-  const auto scale = [&](int t, int64_t b) {
-    return Isa::mul(a_scales.scales[(t / NR) * a_scales.blocks + b], w_scales.scales[(t % NR) * w_scales.blocks + b]);
+  const auto scale = [&](int64_t b) {
+    typename Isa::V sa[MR], sw[NR];
+    FP8RL_UNROLL for (int i = 0; i < MR; ++i) sa[i] = Isa::broadcast(a_scales.scales[i * a_scales.blocks + b]);
+    FP8RL_UNROLL for (int j = 0; j < NR; ++j) sw[j] = Isa::broadcast(w_scales.scales[j * w_scales.blocks + b]);
+    return [sa, sw](int t) { return Isa::mul(sa[t / NR], sw[t % NR]); };
   };
   accumulate<Isa, MR * NR, kScaled>(lanes, k_begin, k_end, step, scale);
   if (last) return Isa::template reduce<MR * NR>(lanes.v, out);
@@ -287,7 +292,10 @@ void multiply_row_tiles(const typename Isa::E* a, PackedScales a_scales, const C
         }
       }
     };
-    const auto scale = [&](int t, int64_t b) { return Isa::mul(a_scales.scales[b], scales[t][b]); };
+    const auto scale = [&](int64_t b) {
+      const typename Isa::V sa = Isa::broadcast(a_scales.scales[b]);
+      return [&, sa, b](int t) { return Isa::mul(sa, Isa::broadcast(scales[t][b])); };
+    };
     Lanes<Isa, NR> lanes;
     lanes.clear();
     accumulate<Isa, NR, kScaled>(lanes, 0, kp, step, scale);
@@ -334,10 +342,19 @@ void multiply_row_bf16(const void* a, const uint16_t* w, int64_t k, int64_t row_
   multiply_row_bf16_body<Isa>(a, w, k, row_begin, row_end, kp, c);
 }
 
+// The table lookup: the modelling tables' decode_e4m3_32, and every table's tail.
 template <class Isa>
-void decode_e4m3(const uint8_t* codes, int64_t n, float* out) {
+void decode_e4m3_by_table(const uint8_t* codes, int64_t n, float* out) {
   const float* values = e4m3_code_values();
   for (int64_t i = 0; i < n; ++i) out[i] = values[codes[i]];
+}
+
+template <class Isa>
+void decode_e4m3(const uint8_t* codes, int64_t n, float* out) {
+  const typename Isa::Tables tables = Isa::tables();
+  int64_t i = 0;
+  for (; i + kGemmGroup <= n; i += kGemmGroup) Isa::decode_e4m3_32(tables, codes + i, out + i);
+  decode_e4m3_by_table<Isa>(codes + i, n - i, out + i);
 }
 
 template <class Isa>

@@ -46,7 +46,7 @@ struct Portable {
   static V broadcast(float x) { return x; }
   static V dot2(V lane, P a, P w) { return fma_ftz(a.even, w.even, fma_ftz(a.odd, w.odd, lane)); }
   static V fma(V a, V b, V c) { return fma_ftz(a, b, c); }
-  static float mul(float a, float b) { return mul_ftz(a, b); }
+  static V mul(V a, V b) { return mul_ftz(a, b); }
 
   static P load_pair(const E* group, int h) { return P{group[h], group[kGemmLanes + h]}; }
   static void store_pair(E* group, int h, P p) {
@@ -55,6 +55,9 @@ struct Portable {
   }
   using Tables = const float*;  // e4m3_code_values()
   static Tables tables() { return e4m3_code_values(); }
+  static void decode_e4m3_32(const Tables&, const uint8_t* codes, float* out) {
+    gemm::decode_e4m3_by_table<Portable>(codes, kGemmGroup, out);
+  }
   static P widen(const Tables&, const uint16_t* bits, int h) { return P{bf16_decode(bits[2 * h + 1]), bf16_decode(bits[2 * h])}; }
   static P widen(const Tables& values, const uint8_t* codes, int h) {
     return P{values[codes[2 * h + 1]], values[codes[2 * h]]};
