@@ -7,10 +7,9 @@ using model::Linear;
 void dense_mlp_forward(Backend& backend, const LinearForward& linear, const policy::CompiledLayer& layer,
                        const model::ModelConfig& config, int64_t tokens, const policy::LayerActivations& a,
                        float* out) {
-  linear(layer.linear(Linear::gate), a.mlp_normed, tokens, a.gate);
-  linear(layer.linear(Linear::up), a.mlp_normed, tokens, a.up);
+  linear({{layer.linear(Linear::gate), a.gate}, {layer.linear(Linear::up), a.up}}, a.mlp_normed, tokens);
   backend.swiglu(a.gate, a.up, tokens * config.intermediate_size, a.act);
-  linear(layer.linear(Linear::down), a.act, tokens, out);
+  linear({{layer.linear(Linear::down), out}}, a.act, tokens);
 }
 
 void dense_mlp_backward(train::LayerPass& p, const policy::LayerActivations& saved,

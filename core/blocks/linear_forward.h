@@ -5,12 +5,21 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 
 #include "core/policy/compiled_model.h"
 
 namespace fp8rl::blocks {
 
-// y [rows, out] = x [rows, in] . W^T (+ bias) in the layer's precision.
-using LinearForward = std::function<void(const policy::LinearWeights& weights, const float* x, int64_t rows, float* y)>;
+// One linear layer's output: y [rows, weights.out_features].
+struct LinearOutput {
+  const policy::LinearWeights& weights;
+  float* y;
+};
+
+// y [rows, out] = x [rows, in] . W^T (+ bias) in the layer's precision, for
+// every output: linear layers that read the same x take it in one call, so
+// that x is quantized (or rounded to BF16) once for all of them.
+using LinearForward = std::function<void(std::initializer_list<LinearOutput> outputs, const float* x, int64_t rows)>;
 
 }  // namespace fp8rl::blocks

@@ -159,10 +159,9 @@ void moe_mlp_forward(Backend& backend, const LinearForward& linear, const policy
     float* gate = state.gate.data() + first * inter;            // [rows, moe_intermediate]
     float* up = state.up.data() + first * inter;                // [rows, moe_intermediate]
     float* act = state.act() + first * inter;                   // [rows, moe_intermediate]
-    linear(expert.linear(ExpertLinear::gate), in, rows, gate);
-    linear(expert.linear(ExpertLinear::up), in, rows, up);
+    linear({{expert.linear(ExpertLinear::gate), gate}, {expert.linear(ExpertLinear::up), up}}, in, rows);
     backend.swiglu(gate, up, rows * inter, act);
-    linear(expert.linear(ExpertLinear::down), act, rows, state.expert_out.data() + first * hidden);
+    linear({{expert.linear(ExpertLinear::down), state.expert_out.data() + first * hidden}}, act, rows);
   }
 
   combine_slots(backend, state, config, state.expert_out.data(), state.weights.data(), out);

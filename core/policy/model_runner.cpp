@@ -122,25 +122,36 @@ void ModelRunner::pass(const CompiledModel& model, const AttentionScales& scales
   sink(range.logits_before, rows, logits_.data());
 }
 
-void ModelRunner::linear(const LinearWeights& weights, ScaleFormat scale_format, const float* x, int64_t rows,
-                         float* y) {
-  const int64_t in = weights.in_features, out = weights.out_features;
-  if (weights.fp8) {
-    QuantSpec spec;
-    spec.layout = BlockLayout::tile_1x128;
-    spec.scale_format = scale_format;
-    backend_.quantize(x, DType::f32, rows, in, spec, a_codes_.data(), a_scales_.data());
-    Fp8Matrix a;
-    a.codes = a_codes_.data();
-    a.scales = a_scales_.data();
-    a.rows = rows;
-    a.cols = in;
-    backend_.gemm_fp8(a, weights.fp8_matrix(), y, DType::f32);
-  } else {
-    backend_.to_bf16(x, rows * in, a_bf16_.data());
-    backend_.gemm_bf16(a_bf16_.data(), weights.bf16.data(), rows, out, in, y, DType::f32);
+// x is quantized to E4M3 tiles, or rounded to BF16, once for every output that
+// reads it in that format (each output row depends only on its own x row, so
+// sharing changes no bit).
+void ModelRunner::linear(std::initializer_list<blocks::LinearOutput> outputs, ScaleFormat scale_format,
+                         const float* x, int64_t rows) {
+  bool quantized = false, rounded = false;
+  for (const blocks::LinearOutput& output : outputs) {
+    const LinearWeights& weights = output.weights;
+    const int64_t in = weights.in_features, out = weights.out_features;
+    if (weights.fp8) {
+      Fp8Matrix a;
+      a.codes = a_codes_.data();
+      a.scales = a_scales_.data();
+      a.rows = rows;
+      a.cols = in;
+      if (!quantized) {
+        QuantSpec spec;
+        spec.layout = BlockLayout::tile_1x128;
+        spec.scale_format = scale_format;
+        backend_.quantize(x, DType::f32, rows, in, spec, a_codes_.data(), a_scales_.data());
+        quantized = true;
+      }
+      backend_.gemm_fp8(a, weights.fp8_matrix(), output.y, DType::f32);
+    } else {
+      if (!rounded) backend_.to_bf16(x, rows * in, a_bf16_.data());
+      rounded = true;
+      backend_.gemm_bf16(a_bf16_.data(), weights.bf16.data(), rows, out, in, output.y, DType::f32);
+    }
+    if (!weights.bias.empty()) backend_.add_bias(output.y, weights.bias.data(), rows, out);
   }
-  if (!weights.bias.empty()) backend_.add_bias(y, weights.bias.data(), rows, out);
 }
 
 LayerActivations ModelRunner::workspace_activations() {
@@ -169,9 +180,10 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
   // Attention block: x += o_proj(attention(rope(q), rope(k), v)) over rms_norm(x).
   if (a.attention_input) backend_.copy_within(a.attention_input, residual_.data(), residual_bytes);
   backend_.rms_norm(residual_.data(), layer.norm(Norm::input).data(), tokens, hidden, eps, a.attention_normed);
-  linear(layer.linear(Linear::q), format, a.attention_normed, tokens, a.q_raw);  // [tokens, heads * head_dim]
-  linear(layer.linear(Linear::k), format, a.attention_normed, tokens, a.k_raw);  // [tokens, kv_heads * head_dim]
-  linear(layer.linear(Linear::v), format, a.attention_normed, tokens, a.v);      // [tokens, kv_heads * head_dim]
+  linear({{layer.linear(Linear::q), a.q_raw},   // [tokens, heads * head_dim]
+          {layer.linear(Linear::k), a.k_raw},   // [tokens, kv_heads * head_dim]
+          {layer.linear(Linear::v), a.v}},      // [tokens, kv_heads * head_dim]
+         format, a.attention_normed, tokens);
   if (!layer.norm(Norm::q).empty()) {
     backend_.rms_norm(a.q_raw, layer.norm(Norm::q).data(), tokens * heads, head_dim, eps, a.q);
     backend_.rms_norm(a.k_raw, layer.norm(Norm::k).data(), tokens * kv_heads, head_dim, eps, a.k);
@@ -195,15 +207,14 @@ void ModelRunner::layer_forward(const CompiledModel& model, size_t index, const 
   backend_.kv_store(store);
 
   backend_.attention(attention_args(config_, layer, index, scales, pass_, tokens, a.q, cache, a.attention));
-  linear(layer.linear(Linear::o), format, a.attention, tokens, projected_.data());
+  linear({{layer.linear(Linear::o), projected_.data()}}, format, a.attention, tokens);
   backend_.add(residual_.data(), projected_.data(), tokens * hidden);
 
   // MLP block: x += mlp(h), h = rms_norm(x); mlp the dense SwiGLU or the experts.
   if (a.mlp_input) backend_.copy_within(a.mlp_input, residual_.data(), residual_bytes);
   backend_.rms_norm(residual_.data(), layer.norm(Norm::post_attention).data(), tokens, hidden, eps, a.mlp_normed);
-  const blocks::LinearForward mlp_linear = [&](const LinearWeights& weights, const float* x, int64_t rows, float* y) {
-    linear(weights, format, x, rows, y);
-  };
+  const blocks::LinearForward mlp_linear = [&](std::initializer_list<blocks::LinearOutput> outputs, const float* x,
+                                                int64_t rows) { linear(outputs, format, x, rows); };
   if (layer.experts.empty()) {
     blocks::dense_mlp_forward(backend_, mlp_linear, layer, config_, tokens, a, projected_.data());
   } else {

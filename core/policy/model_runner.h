@@ -11,6 +11,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/blocks/linear_forward.h"
 #include "core/blocks/moe_state.h"
 #include "core/model/model_config.h"
 #include "core/policy/compiled_model.h"
@@ -91,7 +92,8 @@ class ModelRunner {
   void layer_forward(const CompiledModel& model, size_t index, const AttentionScales& scales, int64_t first,
                      int64_t tokens, KvCache& cache, const ActivationObserver& observer, const RoutingObserver& routing,
                      const LayerActivations& out);
-  void linear(const LinearWeights& weights, ScaleFormat scale_format, const float* x, int64_t rows, float* y);
+  void linear(std::initializer_list<blocks::LinearOutput> outputs, ScaleFormat scale_format, const float* x,
+              int64_t rows);
   void head(const CompiledModel& model, int64_t rows, float* logits);
 
   Backend& backend_;
