@@ -4,7 +4,7 @@
 // batch sizes and thread count, plus the machine's memory bandwidth.
 //
 //   fp8rl_bench_rollout [--threads N] [--quick] [--new-tokens N] [--repeats N (batch 32: N - 1)]
-//                       [--torch-python PATH] [--no-torch]
+//                       [--torch-python PATH] [--no-torch] [--profile]
 //
 // Method: the engine's own loop, driven directly through the policy's
 // ModelRunner so that the two phases are timed apart. Prefill: one forward
@@ -15,6 +15,9 @@
 // what generate() runs per step. Medians of --repeats runs after a warm-up
 // (batch 32: one run fewer, no warm-up, to keep the whole run near 5 min).
 // A batch-1 generate() call checks that the loop matches the real engine.
+// Last, where the time of a batch-1 decode of 16 tokens goes per backend
+// operation, BF16 and FP8 (op_profile.h), on a separate profiled backend;
+// --profile adds the 128-token prefill's breakdown and decodes --new-tokens.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -38,6 +41,8 @@
 #include "core/policy/model_runner.h"
 #include "core/policy/policy.h"
 #include "core/rollout/rollout.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "op_profile.h"
 
 #ifndef FP8RL_TORCH_BASELINE_SCRIPT
 #define FP8RL_TORCH_BASELINE_SCRIPT "torch_rollout_baseline.py"
@@ -64,6 +69,7 @@ struct Options {
   int repeats = 3;
   std::string torch_python;
   bool torch = true;
+  bool profile = false;
 };
 
 Options parse_options(int argc, char** argv) {
@@ -76,6 +82,8 @@ Options parse_options(int argc, char** argv) {
       options.quick = true;
     } else if (std::strcmp(argv[i], "--no-torch") == 0) {
       options.torch = false;
+    } else if (std::strcmp(argv[i], "--profile") == 0) {
+      options.profile = true;
     } else if (std::strcmp(argv[i], "--threads") == 0 && has_value) {
       options.threads = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--new-tokens") == 0 && has_value) {
@@ -87,7 +95,7 @@ Options parse_options(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--threads N] [--quick] [--new-tokens N] [--repeats N] [--torch-python PATH] "
-                   "[--no-torch]\n",
+                   "[--no-torch] [--profile]\n",
                    argv[0]);
       std::exit(2);
     }
@@ -147,8 +155,9 @@ struct PhaseTimes {
 };
 
 // One prefill + decode run through the policy's runner, as generate() does it.
+// after_prefill, if given, runs between the two phases, outside their timings.
 void rollout_once(policy::Policy& policy, const std::vector<int32_t>& prompts, int batch, int new_tokens,
-                  PhaseTimes* times) {
+                  PhaseTimes* times, const std::function<void()>& after_prefill = nullptr) {
   Backend& backend = policy.context().backend();
   const model::ModelConfig& config = policy.config();
   const int64_t slot_rows = kPromptLength + new_tokens;
@@ -178,6 +187,7 @@ void rollout_once(policy::Policy& policy, const std::vector<int32_t>& prompts, i
   policy.runner().run(policy.compiled(), policy.attention_scales(), step, cache, limits, sample);
   tokens.download(next.data(), n);
   const double prefill = seconds_since(start);
+  if (after_prefill) after_prefill();
 
   start = Clock::now();
   for (int t = 0; t < new_tokens; ++t) {
@@ -293,6 +303,40 @@ struct RecipeRun {
   Measured batch1, batch32;
 };
 
+// The per-operation breakdown of batch-1 prefill (--profile only) and decode
+// for the BF16 and FP8 recipes. Its own context, whose CPU backend the
+// profiler wraps, so that the runs measured above are not wrapped; one
+// warm-up run per recipe, then one profiled run, whose wall time is split at
+// the phase boundary: its buffers' set-up and release, whose calls are
+// counted, are then timed too.
+void print_op_profiles(const Options& options, int threads, const std::vector<RecipeRun>& runs) {
+  const int new_tokens = options.profile ? options.new_tokens : std::min(options.new_tokens, 16);
+  auto backend = std::make_unique<bench::ProfilingBackend>(make_cpu_backend(threads), threads);
+  bench::ProfilingBackend& profiler = *backend;
+  Context context(std::move(backend), Logger(), threads);
+  policy::Policy policy(context, model::random_model_params(smollm2_135m(), /*seed=*/7), runs[0].recipe);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(policy.config().vocab_size) - 1);
+  std::vector<int32_t> prompt(kPromptLength);
+  for (int32_t& t : prompt) t = token(rng);
+
+  std::printf("\nwhere the time goes per backend operation (batch 1, %d threads):\n", threads);
+  for (const RecipeRun& run : {runs[0], runs[1]}) {
+    policy.set_recipe(run.recipe);
+    rollout_once(policy, prompt, 1, std::min(new_tokens, 4), nullptr);
+    profiler.reset();
+    Clock::time_point start = Clock::now();
+    rollout_once(policy, prompt, 1, new_tokens, nullptr, [&] {
+      const std::string title = std::string(run.name) + " prefill of " + std::to_string(kPromptLength) + " tokens";
+      if (options.profile) profiler.print_table(stdout, title.c_str(), seconds_since(start));
+      profiler.reset();
+      start = Clock::now();
+    });
+    const std::string title = std::string(run.name) + " decode of " + std::to_string(new_tokens) + " tokens";
+    profiler.print_table(stdout, title.c_str(), seconds_since(start));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -392,5 +436,6 @@ int main(int argc, char** argv) {
       "total benchmark time %.0f s\n",
       kPromptLength, options.new_tokens, options.repeats, large_repeats(options), options.new_tokens + 1,
       generate_check, loop_check, seconds_since(bench_start));
+  print_op_profiles(options, threads, runs);
   return 0;
 }

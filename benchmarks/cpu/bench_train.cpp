@@ -8,6 +8,7 @@
 //   fp8rl_bench_train [--threads N] [--quick] [--sequences N] [--length N] [--prompt N] [--steps N]
 //                     [--rl-sequences N] [--rl-prompt N] [--rl-new-tokens N] [--rl-steps N]
 //                     [--torch-python PATH] [--no-torch] [--backend cpu|cuda] [--model smollm2-135m|llama-3.2-1b]
+//                     [--profile]
 //
 // ./run bench runs it on the CPU with SmolLM2-135M; ./run gpu-check on the
 // CUDA backend with Llama-3.2-1B, PyTorch then training on the GPU too.
@@ -24,13 +25,16 @@
 // seconds, then a clipped policy-gradient step with given advantages
 // (importance weighting off, logp_gen passed for the mismatch metrics);
 // medians of --rl-steps steps after a warm-up step. Each recipe starts from
-// the same random weights.
+// the same random weights. Profile (--profile, CPU backend only): where the
+// time of one throughput step goes per backend operation, BF16 and FP8
+// (op_profile.h), after a warm-up step, on a separate profiled backend.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -43,6 +47,8 @@
 #include "core/policy/policy.h"
 #include "core/rollout/rollout.h"
 #include "core/train/trainer.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "op_profile.h"
 
 #ifndef FP8RL_TORCH_TRAIN_SCRIPT
 #define FP8RL_TORCH_TRAIN_SCRIPT "torch_train_baseline.py"
@@ -78,6 +84,7 @@ struct Options {
   bool torch = true;
   bool cuda = false;
   std::string model = "smollm2-135m";
+  bool profile = false;
 };
 
 [[noreturn]] void usage(const char* program) {
@@ -85,7 +92,7 @@ struct Options {
                "usage: %s [--threads N] [--quick] [--sequences N] [--length N] [--prompt N] [--steps N]\n"
                "          [--rl-sequences N] [--rl-prompt N] [--rl-new-tokens N] [--rl-steps N]\n"
                "          [--torch-python PATH] [--no-torch] [--backend cpu|cuda]\n"
-               "          [--model smollm2-135m|llama-3.2-1b]\n",
+               "          [--model smollm2-135m|llama-3.2-1b] [--profile]\n",
                program);
   std::exit(2);
 }
@@ -114,6 +121,8 @@ Options parse_options(int argc, char** argv) {
       options.quick = true;
     } else if (std::strcmp(argv[i], "--no-torch") == 0) {
       options.torch = false;
+    } else if (std::strcmp(argv[i], "--profile") == 0) {
+      options.profile = true;
     } else if (std::strcmp(argv[i], "--torch-python") == 0 && i + 1 < argc) {
       options.torch_python = argv[++i];
     } else if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
@@ -247,6 +256,30 @@ Throughput measure_throughput(Context& context, const model::ModelParams& params
     result.recalibration.push_back(m.seconds.recalibration);
   }
   return result;
+}
+
+// The per-operation breakdown of one Trainer::step() on the throughput batch
+// (forward, backward, clipping, AdamW, recalibration), BF16 and FP8. Its own
+// context, whose CPU backend the profiler wraps, so that the steps measured
+// above are not wrapped; a warm-up step per recipe, then one profiled step.
+void print_op_profiles(int threads, const model::ModelParams& params, const SequenceBatch& batch) {
+  auto backend = std::make_unique<bench::ProfilingBackend>(make_cpu_backend(threads), threads);
+  bench::ProfilingBackend& profiler = *backend;
+  Context context(std::move(backend), Logger(), threads);
+  std::printf("\nwhere the time of one training step goes per backend operation (%d threads):\n", threads);
+  for (const NamedRecipe& recipe : recipes(false)) {
+    policy::Policy policy(context, params, recipe.recipe);
+    train::Trainer trainer(policy, cross_entropy_options());
+    trainer.step(batch.view());
+    profiler.reset();
+    const Clock::time_point start = Clock::now();
+    const train::StepMetrics m = trainer.step(batch.view());
+    const double seconds = seconds_since(start);
+    char title[160];
+    std::snprintf(title, sizeof title, "%s training step (train %.2f s + recalibration %.2f s)", recipe.name,
+                  m.seconds.train, m.seconds.recalibration);
+    profiler.print_table(stdout, title, seconds);
+  }
 }
 
 // ------------------------------------------------------------------ RL step
@@ -505,5 +538,10 @@ int main(int argc, char** argv) {
       options.rl_sequences, options.rl_prompt, options.rl_new_tokens, options.rl_steps);
   print_rl_table(rl);
   std::printf("\ntotal benchmark time %.0f s\n", seconds_since(bench_start));
+  if (options.profile && options.cuda) {
+    std::printf("\nper-operation profile skipped: it times calls, which the CUDA backend only queues\n");
+  } else if (options.profile) {
+    print_op_profiles(threads, params, batch);
+  }
   return 0;
 }
