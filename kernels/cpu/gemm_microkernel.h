@@ -281,7 +281,7 @@ void multiply_row_tiles(const typename Isa::E* a, PackedScales a_scales, const C
     const auto step = [&](Lanes<Isa, NR>& into, int64_t g_begin, int64_t g_end) {
       for (int64_t k = g_begin; k < g_end; k += kGemmGroup) {
         const bool tail = k >= full;
-        if (next && !tail)
+        if (next && !tail && (k * static_cast<int64_t>(sizeof(Code))) % 64 == 0)
           FP8RL_UNROLL for (int t = 0; t < NR; ++t) FP8RL_PREFETCH(next + t * cols + k);
         FP8RL_UNROLL for (int h = 0; h < H; ++h) {
           const typename Isa::P av = Isa::load_pair(a + k, h);
