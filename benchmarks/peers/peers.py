@@ -181,17 +181,30 @@ def llama_bench(llama, models, threads):
 
 
 def torch_train(python, threads):
-    """PyTorch bf16-autocast training tokens/s, with bench_train's batch and steps."""
-    # GOMP_SPINCOUNT as bench_train sets it for its PyTorch baseline.
-    env = dict(os.environ, GOMP_SPINCOUNT=os.environ.get("GOMP_SPINCOUNT", "1000"))
-    out = run([python, os.path.join(ROOT, "benchmarks/cpu/torch_train_baseline.py"), "--threads", str(threads),
-               "--modes", "bf16_autocast", "--sequences", "4", "--prompt", "32", "--completion", "96",
-               "--steps", "5"], env=env)
-    doc = json.loads(out.strip().splitlines()[-1])
-    (mode,) = doc["results"]
-    if "error" in mode:
-        raise SystemExit(f"PyTorch bf16_autocast failed: {mode['error']}")
-    return {"train bf16_autocast": mode["tokens_per_s"], "torch_version": doc["torch_version"]}
+    """PyTorch bf16-autocast training tokens/s, with bench_train's batch and steps.
+
+    PyPI's torch runs its intra-op threads on GNU OpenMP, whose idle workers
+    spin: fastest on an idle machine, slow beside any other load.
+    bench_train runs Debian's torch with GOMP_SPINCOUNT=1000; which of that and
+    libgomp's default suits this wheel depends on the machine, so both run and
+    the faster counts (the peer at its best)."""
+    result = {}
+    for spin in ("1000", None):
+        env = dict(os.environ)
+        env.pop("GOMP_SPINCOUNT", None)
+        if spin is not None:
+            env["GOMP_SPINCOUNT"] = spin
+        out = run([python, os.path.join(ROOT, "benchmarks/cpu/torch_train_baseline.py"), "--threads", str(threads),
+                   "--modes", "bf16_autocast", "--sequences", "4", "--prompt", "32", "--completion", "96",
+                   "--steps", "5"], env=env)
+        doc = json.loads(out.strip().splitlines()[-1])
+        (mode,) = doc["results"]
+        if "error" in mode:
+            raise SystemExit(f"PyTorch bf16_autocast failed: {mode['error']}")
+        result[f"train bf16_autocast GOMP_SPINCOUNT={spin or 'default'}"] = mode["tokens_per_s"]
+        result["torch_version"] = doc["torch_version"]
+    result["train bf16_autocast"] = max(v for k, v in result.items() if k.startswith("train "))
+    return result
 
 
 # ------------------------------------------------------------------ main
@@ -239,8 +252,8 @@ def main():
     rows = [  # figure, our key, peer key
         ("decode batch 1 tokens/s, BF16 vs llama.cpp F16", "decode BF16", "decode F16"),
         ("decode batch 1 tokens/s, FP8 vs llama.cpp Q8_0", "decode FP8", "decode Q8_0"),
-        (f"prefill {PROMPT} tokens tokens/s, BF16 vs F16", "prefill BF16", "prefill F16"),
-        (f"prefill {PROMPT} tokens tokens/s, FP8 vs Q8_0", "prefill FP8", "prefill Q8_0"),
+        (f"prefill {PROMPT} tokens, tokens/s, BF16 vs F16", "prefill BF16", "prefill F16"),
+        (f"prefill {PROMPT} tokens, tokens/s, FP8 vs Q8_0", "prefill FP8", "prefill Q8_0"),
         ("training tokens/s, BF16 vs PyTorch bf16 autocast", "train BF16", "train bf16_autocast"),
         ("training tokens/s, FP8 vs PyTorch bf16 autocast", "train FP8", "train bf16_autocast"),
     ]
@@ -280,6 +293,10 @@ def main():
         report["ours_vs_ours"].append({"name": name, "ratio": ratios})
         print(f"{name:<34} {ratios['median']:.2f}x [{ratios['min']:.2f}-{ratios['max']:.2f}]")
 
+    print("PyTorch bf16 autocast per round, GOMP_SPINCOUNT=1000 / default: " +
+          ", ".join(f"{s['train bf16_autocast GOMP_SPINCOUNT=1000']:.1f} / "
+                    f"{s['train bf16_autocast GOMP_SPINCOUNT=default']:.1f}" for s in samples) +
+          " tokens/s (the faster counts)")
     report["bandwidth_gbs"] = bandwidth
     report["others_cpu_share"] = summary(METER.log)
     report["seconds"] = time.time() - started
