@@ -25,7 +25,8 @@ reports their share while each round ran (a 2-thread run on 2 cores beside
 someone else's busy core is not a measurement of either program).
 
 Bandwidth shares: bytes of weights read per decoded token x tokens/s over the
-memory bandwidth that bench_rollout measures (streaming read, same threads).
+memory bandwidth that bench_rollout measures (streaming read, same threads;
+the median over the rounds, as one round's figure moves with the host's load).
 Ours: bench_rollout's own weight bytes per token; llama.cpp: the same count
 for the GGUF file's types (2-D weights incl. the tied head at 2 bytes in F16,
 34 bytes per 32 in Q8_0; norms F32).
@@ -275,14 +276,16 @@ def main():
               f"{f'{ratio:.2f}x [{min(per_round):.2f}-{max(per_round):.2f}]':>20}")
 
     bandwidth = summary(values("bandwidth_gbs"))
-    print(f"\nshare of measured memory bandwidth in decode at batch 1 "
-          f"(bandwidth {fmt(bandwidth)} GB/s; per round: bytes/token x tokens/s / that round's bandwidth)")
+    # One denominator for every row and round, the median of the rounds' measurements: the
+    # machine's bandwidth does not change, but one streaming read in a VM varies with the host's load.
+    print(f"\nshare of measured memory bandwidth in decode at batch 1: bytes/token x tokens/s over "
+          f"{bandwidth['median']:.1f} GB/s (median of the rounds' {fmt(bandwidth)} GB/s)")
     share_rows = [("ours BF16", "decode BF16", lambda s: s["weight_bytes BF16"]),
                   ("ours FP8", "decode FP8", lambda s: s["weight_bytes FP8"]),
                   ("llama.cpp F16", "decode F16", lambda s: weight_bytes_per_token("F16")),
                   ("llama.cpp Q8_0", "decode Q8_0", lambda s: weight_bytes_per_token("Q8_0"))]
     for name, key, bytes_of in share_rows:
-        shares = summary([100 * bytes_of(s) * s[key] / (s["bandwidth_gbs"] * 1e9) for s in samples])
+        shares = summary([100 * bytes_of(s) * s[key] / (bandwidth["median"] * 1e9) for s in samples])
         report["shares"].append({"name": name, "weight_bytes_per_token": bytes_of(samples[0]), "percent": shares})
         print(f"  {name:<16} {bytes_of(samples[0]) / 1e6:6.1f} MB/token  {fmt(shares)} %")
 
