@@ -4,7 +4,10 @@
 // batch sizes and thread count, plus the machine's memory bandwidth.
 //
 //   fp8rl_bench_rollout [--threads N] [--quick] [--new-tokens N] [--repeats N (batch 32: N - 1)]
-//                       [--torch-python PATH] [--no-torch] [--profile]
+//                       [--torch-python PATH] [--no-torch] [--profile] [--batch1-only]
+//
+// --batch1-only skips batch 32 (benchmarks/peers/peers.py compares batch 1
+// with llama.cpp and runs this several times).
 //
 // Method: the engine's own loop, driven directly through the policy's
 // ModelRunner so that the two phases are timed apart. Prefill: one forward
@@ -70,6 +73,7 @@ struct Options {
   std::string torch_python;
   bool torch = true;
   bool profile = false;
+  bool batch1_only = false;
 };
 
 Options parse_options(int argc, char** argv) {
@@ -84,6 +88,8 @@ Options parse_options(int argc, char** argv) {
       options.torch = false;
     } else if (std::strcmp(argv[i], "--profile") == 0) {
       options.profile = true;
+    } else if (std::strcmp(argv[i], "--batch1-only") == 0) {
+      options.batch1_only = true;
     } else if (std::strcmp(argv[i], "--threads") == 0 && has_value) {
       options.threads = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--new-tokens") == 0 && has_value) {
@@ -95,7 +101,7 @@ Options parse_options(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--threads N] [--quick] [--new-tokens N] [--repeats N] [--torch-python PATH] "
-                   "[--no-torch] [--profile]\n",
+                   "[--no-torch] [--profile] [--batch1-only]\n",
                    argv[0]);
       std::exit(2);
     }
@@ -376,7 +382,9 @@ int main(int argc, char** argv) {
     run.weight_bytes = policy.compiled().weight_bytes_per_token();
     run.batch1 = measure(policy, 1, options.new_tokens, options.repeats, true);
     // Batch 32 (~25 s a run on 2 cores): no warm-up (batch 1 warmed up) and one run fewer.
-    run.batch32 = measure(policy, 32, options.new_tokens, large_repeats(options), options.quick);
+    if (!options.batch1_only) {
+      run.batch32 = measure(policy, 32, options.new_tokens, large_repeats(options), options.quick);
+    }
     std::fprintf(stderr, "[bench_rollout] %s done at %.0f s\n", run.name, seconds_since(bench_start));
     if (&run == &runs[0]) {
       // Cross-check: the loop's batch-1 prefill + decode time vs generate() for the same work.
@@ -392,6 +400,7 @@ int main(int argc, char** argv) {
   std::printf("\n%-8s %5s %-12s %12s %14s %7s\n", "phase", "batch", "recipe", "tokens/s", "PyTorch fp32", "ratio");
   for (int phase = 0; phase < 2; ++phase) {
     for (int batch : {1, 32}) {
+      if (batch == 32 && options.batch1_only) continue;
       for (const RecipeRun& run : runs) {
         const Measured& m = batch == 1 ? run.batch1 : run.batch32;
         const double ours = phase == 0 ? m.prefill_tps : m.decode_tps;
