@@ -47,7 +47,9 @@ int64_t packed_floats(const GemmKernels& kernels, int64_t rows, int64_t kp, int6
   return ceil_div(rows * kp * kernels.packed_bytes, int64_t{sizeof(float)}) + rows * blocks;
 }
 
+// Null where the call reserved no such scratch (a single row uses no panel).
 PackedRows packed_rows_in(float* scratch, const GemmKernels& kernels, int64_t rows, int64_t kp) {
+  if (!scratch) return PackedRows{nullptr, nullptr};
   return PackedRows{scratch, scratch + ceil_div(rows * kp * kernels.packed_bytes, int64_t{sizeof(float)})};
 }
 
