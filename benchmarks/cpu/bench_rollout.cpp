@@ -1,6 +1,6 @@
 // Rollout throughput on the CPU backend: prefill and decode tokens/s of a
-// SmolLM2-135M-shaped policy (random weights) for the BF16, FP8 and
-// FP8 + KV + attention recipes, against plain PyTorch on the same shapes,
+// SmolLM2-135M-shaped policy (random weights) for the BF16, FP8,
+// FP8 + KV + attention and FP8 + FP8-head recipes, against plain PyTorch on the same shapes,
 // batch sizes and thread count, plus the machine's memory bandwidth.
 //
 //   fp8rl_bench_rollout [--threads N] [--quick] [--new-tokens N] [--repeats N (batch 32: N - 1)]
@@ -366,7 +366,7 @@ int main(int argc, char** argv) {
               bandwidth_bytes >> 20, threads);
   std::fflush(stdout);
 
-  std::vector<RecipeRun> runs(3);
+  std::vector<RecipeRun> runs(4);
   runs[0].name = "BF16";
   runs[1].name = "FP8";
   runs[1].recipe.linear = policy::Precision::fp8;
@@ -374,6 +374,10 @@ int main(int argc, char** argv) {
   runs[2].recipe = runs[1].recipe;
   runs[2].recipe.kv_cache = policy::Precision::fp8;
   runs[2].recipe.attention = policy::Precision::fp8;
+  // The head too (a recipe option, off by default): what llama.cpp's Q8_0 files quantize.
+  runs[3].name = "FP8+head";
+  runs[3].recipe = runs[1].recipe;
+  runs[3].recipe.head = policy::Precision::fp8;
 
   policy::Policy policy(context, model::random_model_params(smollm2_135m(), /*seed=*/7), runs[0].recipe);
   double generate_check = 0, loop_check = 0;
@@ -441,7 +445,7 @@ int main(int argc, char** argv) {
       "steps of one token per sequence (forward + greedy sampling, tokens fed back), timed apart through\n"
       "the policy's ModelRunner as generate() drives it; medians of %d runs (batch 32: %d). Check: BF16\n"
       "generate() of 1 prompt x %d tokens took %.3f s vs %.3f s for the loop's prefill + decode.\n"
-      "Weight bytes per token: CompiledModel::weight_bytes_per_token() (linear layers, tied head, norms).\n"
+      "Weight bytes per token: CompiledModel::weight_bytes_per_token() (linear layers, head, norms).\n"
       "total benchmark time %.0f s\n",
       kPromptLength, options.new_tokens, options.repeats, large_repeats(options), options.new_tokens + 1,
       generate_check, loop_check, seconds_since(bench_start));

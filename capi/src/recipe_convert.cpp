@@ -18,6 +18,7 @@ policy::Recipe recipe_from(const fp8rl_recipe* given) {
   recipe.attention = precision_from(r.attention, "recipe->attention");
   recipe.bf16_first_layers = r.bf16_first_layers;
   recipe.bf16_last_layers = r.bf16_last_layers;
+  recipe.head = precision_from(r.head, "recipe->head");
   return recipe;
 }
 
@@ -30,6 +31,7 @@ fp8rl_recipe to_public(const policy::Recipe& recipe) {
   r.attention = to_public(recipe.attention);
   r.bf16_first_layers = recipe.bf16_first_layers;
   r.bf16_last_layers = recipe.bf16_last_layers;
+  r.head = to_public(recipe.head);
   return r;
 }
 

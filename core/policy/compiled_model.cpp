@@ -158,9 +158,12 @@ CompiledModel::CompiledModel(Backend& backend, const model::ModelParams& params,
   const int64_t num_layers = config.num_layers;
   scale_format_ = recipe.scale_format;
   embed_ = DeviceArray<uint16_t>(backend, size_of(params.embed_tokens));
-  if (!config.tie_word_embeddings) lm_head_ = DeviceArray<uint16_t>(backend, size_of(params.lm_head));
+  const LinearMath head = head_math(recipe);
+  if (head_has_own_copy(config.tie_word_embeddings, recipe))
+    head_ = allocate_linear(backend, config.vocab_size, config.hidden_size, false, head);
   final_norm_ = allocate_like(backend, params.final_norm);
-  weight_bytes_per_token_ = config.vocab_size * config.hidden_size * 2 + config.hidden_size * 4;
+  weight_bytes_per_token_ =
+      linear_sizes(config.vocab_size, config.hidden_size, false, head).bytes() + config.hidden_size * 4;
 
   layers_.reserve(static_cast<size_t>(num_layers));
   for (int64_t i = 0; i < num_layers; ++i) {
@@ -191,8 +194,9 @@ CompiledModel::CompiledModel(Backend& backend, const model::ModelParams& params,
 }
 
 int64_t compute_weight_bytes(const model::ModelConfig& config, const Recipe& recipe) {
-  const int64_t embeddings = config.vocab_size * config.hidden_size * 2;                       // BF16
-  int64_t total = embeddings * (config.tie_word_embeddings ? 1 : 2) + config.hidden_size * 4;  // + the final norm
+  int64_t total = config.vocab_size * config.hidden_size * 2 + config.hidden_size * 4;  // BF16 embeddings, final norm
+  if (head_has_own_copy(config.tie_word_embeddings, recipe))
+    total += linear_sizes(config.vocab_size, config.hidden_size, false, head_math(recipe)).bytes();
   for (int64_t i = 0; i < config.num_layers; ++i) {
     const LayerPrecision precision = layer_precision(recipe, i, config.num_layers);
     for (const model::NormPart& part : model::kNormParts) total += part.present(config) ? part.size(config) * 4 : 0;
@@ -215,7 +219,8 @@ std::vector<ComputeCopy> CompiledModel::copies(const model::ModelParams& params)
   using Kind = ComputeCopy::Kind;
   std::vector<ComputeCopy> out;
   out.push_back(copy_of(params.embed_tokens, Kind::bf16, embed_.data()));
-  if (!lm_head_.empty()) out.push_back(copy_of(params.lm_head, Kind::bf16, lm_head_.data()));
+  if (head_.out_features != 0)
+    out.push_back(linear_copy(params.lm_head.empty() ? params.embed_tokens : params.lm_head, head_));
   out.push_back(copy_of(params.final_norm, Kind::f32, final_norm_.data()));
   for (size_t i = 0; i < layers_.size(); ++i) {
     const model::LayerParams& source = params.layers[i];

@@ -1,6 +1,6 @@
 // The compute copies of a policy's weights on its backend, derived from the
-// FP32 master weights for one recipe: linear layers as BF16 or as E4M3 codes
-// with 128x128 block scales, embeddings and the output head as BF16, norms
+// FP32 master weights for one recipe: linear layers and the output head as
+// BF16 or as E4M3 codes with 128x128 block scales, embeddings as BF16, norms
 // and biases as FP32. Built once per recipe; refit() requantizes it in place
 // after the master weights change (no allocation then), never per call.
 #pragma once
@@ -95,7 +95,11 @@ class CompiledModel {
   std::vector<ComputeCopy> copies(const model::ModelParams& params);
 
   const uint16_t* embedding() const { return embed_.data(); }  // [vocab, hidden] BF16
-  const uint16_t* lm_head() const { return lm_head_.empty() ? embed_.data() : lm_head_.data(); }  // [vocab, hidden]
+  // The output head [vocab, hidden] in the recipe's head precision; a tied
+  // BF16 head is the embeddings (head_weights() is then empty).
+  bool head_fp8() const { return head_.fp8; }
+  const LinearWeights& head_weights() const { return head_; }
+  const uint16_t* lm_head_bf16() const { return head_.bf16.empty() ? embed_.data() : head_.bf16.data(); }
   const std::vector<CompiledLayer>& layers() const { return layers_; }
   const float* final_norm() const { return final_norm_.data(); }  // [hidden]
   int64_t vocab_size() const { return vocab_size_; }
@@ -105,16 +109,16 @@ class CompiledModel {
   // Bytes of weights one decode step reads (linear layers, head, norms;
   // every expert of a sparse layer, the most a batch can touch).
   int64_t weight_bytes_per_token() const { return weight_bytes_per_token_; }
-  // Bytes of all compute copies (the embeddings too when the head is untied).
+  // Bytes of all compute copies (the embeddings too when the head has its own).
   int64_t bytes() const {
-    return weight_bytes_per_token_ + static_cast<int64_t>(lm_head_.empty() ? 0 : embed_.size() * 2);
+    return weight_bytes_per_token_ + static_cast<int64_t>(head_.out_features == 0 ? 0 : embed_.size() * 2);
   }
 
  private:
   Backend& backend_;
   DeviceArray<float> staging_;  // FP32 master weights on their way to the backend
   DeviceArray<uint16_t> embed_;
-  DeviceArray<uint16_t> lm_head_;  // empty when tied to the embeddings
+  LinearWeights head_;  // [vocab, hidden]; empty (0 x 0) when a BF16 head is tied to the embeddings
   std::vector<CompiledLayer> layers_;
   DeviceArray<float> final_norm_;
   int64_t weight_bytes_per_token_ = 0;

@@ -57,7 +57,7 @@ uint64_t fingerprint(const Policy& policy) {
     for (const DeviceArray<float>& norm : layer.norms) hash.add_device(backend, norm);
   }
   hash.add_device(backend, model.final_norm(), static_cast<size_t>(model.hidden_size()));
-  if (model.lm_head() != model.embedding()) hash.add_device(backend, model.lm_head(), table);
+  add_linear(model.head_weights());
   return hash.value();
 }
 

@@ -53,6 +53,17 @@ inline LinearMath linear_math(const model::LinearPart& part, const LayerPrecisio
   return linear_math(part.fp8_eligible, precision);
 }
 
+// How the output head [vocab, hidden] computes under a recipe.
+inline LinearMath head_math(const Recipe& recipe) {
+  return recipe.head == Precision::fp8 ? LinearMath::fp8 : LinearMath::bf16;
+}
+
+// Whether the head has a compute copy of its own: an untied one, or an FP8
+// one (a tied model's lookups keep reading the BF16 embeddings).
+inline bool head_has_own_copy(bool tie_word_embeddings, const Recipe& recipe) {
+  return !tie_word_embeddings || head_math(recipe) == LinearMath::fp8;
+}
+
 // Whether a projection runs in E4M3 in a layer of this precision.
 inline bool runs_fp8(const model::LinearPart& part, const LayerPrecision& precision) {
   return linear_math(part, precision) == LinearMath::fp8;

@@ -85,7 +85,6 @@ void ModelRunner::ensure_workspace(int64_t tokens, int64_t logit_rows) {
   if (logit_rows > capacity_logit_rows_) {
     const size_t rows = as_size(logit_rows);
     head_in_ = DeviceArray<float>(backend_, rows * as_size(config_.hidden_size));
-    head_bf16_ = DeviceArray<uint16_t>(backend_, rows * as_size(config_.hidden_size));
     logits_ = DeviceArray<float>(backend_, rows * as_size(config_.vocab_size));
     capacity_logit_rows_ = logit_rows;
   }
@@ -255,8 +254,7 @@ void ModelRunner::head(const CompiledModel& model, int64_t rows, float* logits) 
   backend_.gather_rows(residual_.data(), hidden, pass_.logit_rows, rows, head_in_.data());
   backend_.rms_norm(head_in_.data(), model.final_norm(), rows, hidden, static_cast<float>(config_.rms_norm_eps),
                     head_in_.data());
-  backend_.to_bf16(head_in_.data(), rows * hidden, head_bf16_.data());
-  backend_.gemm_bf16(head_bf16_.data(), model.lm_head(), rows, config_.vocab_size, hidden, logits, DType::f32);
+  head_logits_.compute(backend_, model, head_in_.data(), rows, logits);
 }
 
 }  // namespace fp8rl::policy

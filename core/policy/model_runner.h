@@ -16,6 +16,7 @@
 #include "core/model/model_config.h"
 #include "core/policy/compiled_model.h"
 #include "core/policy/device_array.h"
+#include "core/policy/head_logits.h"
 #include "core/policy/kv_cache.h"
 #include "core/policy/pass_recorder.h"
 #include "core/policy/pass_upload.h"
@@ -118,7 +119,7 @@ class ModelRunner {
   DeviceArray<float> a_scales_;      // [tokens, ceil(max_in / 128)]
   DeviceArray<uint16_t> a_bf16_;     // [tokens, max_in] BF16 linear input
   DeviceArray<float> head_in_;       // [logit_rows, hidden]
-  DeviceArray<uint16_t> head_bf16_;  // [logit_rows, hidden]
+  HeadLogits head_logits_;
   DeviceArray<float> logits_;        // [logit_rows, vocab]
 };
 

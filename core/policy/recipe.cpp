@@ -17,6 +17,7 @@ void validate_recipe(const Recipe& recipe) {
   require(valid_precision(recipe.linear), "recipe: linear precision must be BF16 or FP8");
   require(valid_precision(recipe.kv_cache), "recipe: KV-cache precision must be BF16 or FP8");
   require(valid_precision(recipe.attention), "recipe: attention precision must be BF16 or FP8");
+  require(valid_precision(recipe.head), "recipe: head precision must be BF16 or FP8");
   require(recipe.scale_format == ScaleFormat::fp32 || recipe.scale_format == ScaleFormat::pow2,
           "recipe: scale format must be FP32 or power-of-2");
   require(recipe.bf16_first_layers >= 0,
@@ -39,7 +40,7 @@ LayerPrecision layer_precision(const Recipe& recipe, int64_t layer, int64_t num_
 
 std::string describe_recipe(const Recipe& recipe) {
   std::string text = std::string("linear ") + name(recipe.linear);
-  if (recipe.linear == Precision::fp8) {
+  if (recipe.linear == Precision::fp8 || recipe.head == Precision::fp8) {
     text += recipe.scale_format == ScaleFormat::pow2 ? " (power-of-2 scales)" : " (fp32 scales)";
   }
   text += std::string(", kv-cache ") + name(recipe.kv_cache) + ", attention " + name(recipe.attention);
@@ -47,13 +48,14 @@ std::string describe_recipe(const Recipe& recipe) {
     text += ", bf16 layers: first " + std::to_string(recipe.bf16_first_layers) + ", last " +
             std::to_string(recipe.bf16_last_layers);
   }
+  if (recipe.head == Precision::fp8) text += ", head fp8";
   return text;
 }
 
 bool operator==(const Recipe& a, const Recipe& b) {
   return a.linear == b.linear && a.scale_format == b.scale_format && a.kv_cache == b.kv_cache &&
          a.attention == b.attention && a.bf16_first_layers == b.bf16_first_layers &&
-         a.bf16_last_layers == b.bf16_last_layers;
+         a.bf16_last_layers == b.bf16_last_layers && a.head == b.head;
 }
 
 }  // namespace fp8rl::policy

@@ -1,6 +1,6 @@
 // The precision recipe: one struct that fixes the numerics of a policy for
-// generation and training alike. Embeddings, norms, softmax, RoPE and the
-// output head always run in BF16/FP32; the recipe chooses the rest.
+// generation and training alike. Embedding lookups, norms, softmax and RoPE
+// always run in BF16/FP32; the recipe chooses the rest.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,11 @@ struct Recipe {
   // and attention), as the published recipe allows for sensitive layers.
   int32_t bf16_first_layers = 0;
   int32_t bf16_last_layers = 0;
+  // The output head's GEMMs (logits, and in training dgrad and wgrad): FP8
+  // quantizes its weight (a tied model's shared matrix, for the head only)
+  // in 128x128 blocks with scale_format. BF16 by default, as the published
+  // recipe keeps it; FP8 halves the largest weight a small model's decode reads.
+  Precision head = Precision::bf16;
 };
 
 // What one transformer layer actually runs.

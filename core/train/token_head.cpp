@@ -18,7 +18,6 @@ TokenHead::TokenHead(Backend& backend, const model::ModelConfig& config, int64_t
   params_ = DeviceArray<SamplingRow>(backend, chunk);
   gathered_ = DeviceArray<float>(backend, chunk * hidden);
   normed_ = DeviceArray<float>(backend, chunk * hidden);
-  normed_bf16_ = DeviceArray<uint16_t>(backend, chunk * hidden);
   logits_ = DeviceArray<float>(backend, chunk * vocab);
   values_ = DeviceArray<float>(backend, chunk);
   entropy_ = DeviceArray<float>(backend, chunk);
@@ -42,9 +41,7 @@ void TokenHead::chunk_logits(const policy::CompiledModel& model, const float* fi
   backend_.gather_rows(final_residual, hidden, row_indices_.data(), count, gathered_.data());
   backend_.rms_norm(gathered_.data(), model.final_norm(), count, hidden, static_cast<float>(config_.rms_norm_eps),
                     normed_.data());
-  backend_.to_bf16(normed_.data(), count * hidden, normed_bf16_.data());
-  backend_.gemm_bf16(normed_bf16_.data(), model.lm_head(), count, config_.vocab_size, hidden, logits_.data(),
-                     DType::f32);
+  head_logits_.compute(backend_, model, normed_.data(), count, logits_.data());
 }
 
 void TokenHead::logprobs(const policy::CompiledModel& model, const float* final_residual, const HeadRows& rows,
@@ -63,7 +60,6 @@ void TokenHead::backward(const policy::CompiledModel& model, const policy::Linea
   const int64_t hidden = config_.hidden_size, vocab = config_.vocab_size;
   dnormed_.reserve_discarding(backend_, as_size(chunk_rows_ * hidden));
   dhead_.reserve_discarding(backend_, as_size(vocab * hidden));
-  dlogits_bf16_.reserve_discarding(backend_, as_size(chunk_rows_ * vocab));
   for (size_t begin = 0; begin < rows.size(); begin += as_size(chunk_rows_)) {
     const int64_t count = std::min<int64_t>(chunk_rows_, static_cast<int64_t>(rows.size() - begin));
     chunk_logits(model, final_residual, rows, begin, count, temperature);
@@ -73,12 +69,11 @@ void TokenHead::backward(const policy::CompiledModel& model, const policy::Linea
                                   logits_.data(), entropy_.data());
     entropy_.download(entropy + begin, as_size(count));
 
-    // dnormed [count, hidden] = dlogits . W_head, in BF16 as the forward.
-    backend_.to_bf16(logits_.data(), count * vocab, dlogits_bf16_.data());
-    backend_.gemm_bf16(dlogits_bf16_.data(), head_transposed.bf16.data(), count, hidden, vocab, dnormed_.data(),
-                       DType::f32);
+    // dnormed [count, hidden] = dlogits . W_head, in the head's precision as the forward.
+    const ScaleFormat format = model.scale_format();
+    linear_dgrad(backend_, head_transposed, format, logits_.data(), count, dnormed_.data(), scratch_);
     // dW_head [vocab, hidden] += dlogits^T . normed.
-    linear_wgrad(backend_, false, ScaleFormat::fp32, logits_.data(), normed_.data(), count, vocab, hidden,
+    linear_wgrad(backend_, model.head_fp8(), format, logits_.data(), normed_.data(), count, vocab, hidden,
                  dhead_.data(), scratch_);
     backend_.add(grads.head, dhead_.data(), vocab * hidden);
     // Through the final norm, then back to the pass's rows.

@@ -1,14 +1,16 @@
 // The output head of a recorded training pass, over the tokens whose
 // next-token log-prob enters the loss, in chunks of rows so that only
 // [chunk, vocab] logits exist at once. Its arithmetic is ModelRunner's head:
-// final RMSNorm, BF16 rounding, BF16 GEMM against the head, so log-probs
-// equal the rollout's bit for bit.
+// final RMSNorm, then policy::HeadLogits (BF16 or FP8 as the recipe's head),
+// so log-probs equal the rollout's bit for bit.
 //
 //   logprobs(): logp[i] = log softmax(logits(row i) / T)[target i]
 //   backward(): from dL/dlogp, accumulates dL/d(final residual) into the
 //               residual gradient's rows, and the final norm's and the head's
-//               weight gradients (the head in BF16, straight-through over the
-//               rounding). The logits are computed again rather than kept.
+//               weight gradients (dgrad and wgrad in the head's precision,
+//               as any linear layer's: linear_grads.h, straight-through over
+//               the rounding or quantization). The logits are computed again
+//               rather than kept.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include "core/model/model_config.h"
 #include "core/policy/compiled_model.h"
 #include "core/policy/device_array.h"
+#include "core/policy/head_logits.h"
 #include "core/train/linear_grads.h"
 
 namespace fp8rl::train {
@@ -43,7 +46,7 @@ class TokenHead {
                 float temperature, float* logp);
 
   // grad_logp, entropy: [rows.size()] host. dresidual: [pass tokens, hidden],
-  // accumulated. head_transposed: the head's W^T [hidden, vocab] BF16.
+  // accumulated. head_transposed: the head's W^T [hidden, vocab] in its precision.
   void backward(const policy::CompiledModel& model, const policy::LinearWeights& head_transposed,
                 const float* final_residual, int64_t pass_tokens, const HeadRows& rows, float temperature,
                 const float* grad_logp, float* dresidual, const HeadGrads& grads, float* entropy);
@@ -61,13 +64,12 @@ class TokenHead {
   DeviceArray<SamplingRow> params_;      // [chunk]
   DeviceArray<float> gathered_;          // [chunk, hidden] final residual rows
   DeviceArray<float> normed_;            // [chunk, hidden]
-  DeviceArray<uint16_t> normed_bf16_;    // [chunk, hidden]
+  policy::HeadLogits head_logits_;
   DeviceArray<float> logits_;            // [chunk, vocab]; dlogits in backward
   DeviceArray<float> values_;            // [chunk] log-probs or coefficients
   DeviceArray<float> entropy_;           // [chunk]
   DeviceArray<float> dnormed_;           // [chunk, hidden]
   DeviceArray<float> dhead_;             // [vocab, hidden] one chunk's head gradient
-  DeviceArray<uint16_t> dlogits_bf16_;   // [chunk, vocab]
   LinearGradScratch scratch_;
 };
 

@@ -32,7 +32,10 @@ using model::detail::shape_string;
 using Metadata = std::map<std::string, std::string, std::less<>>;
 
 constexpr const char* kFormat = "fp8rl.training_state";
-constexpr const char* kFormatVersion = "1";
+// Version 2 added the recipe's "head"; version 1 files (without it) load
+// with a BF16 head, the only head version 1 knew.
+constexpr const char* kFormatVersion = "2";
+constexpr const char* kFormatVersionWithoutHead = "1";
 constexpr const char* kExpAvgPrefix = "optimizer.exp_avg.";
 constexpr const char* kExpAvgSqPrefix = "optimizer.exp_avg_sq.";
 // config.json texts are ~1 KiB; the limit only stops absurd headers early.
@@ -84,6 +87,7 @@ std::string recipe_to_json(const policy::Recipe& recipe) {
       {"attention", Json::string(precision_name(recipe.attention))},
       {"bf16_first_layers", Json::integer(recipe.bf16_first_layers)},
       {"bf16_last_layers", Json::integer(recipe.bf16_last_layers)},
+      {"head", Json::string(precision_name(recipe.head))},
   }));
 }
 
@@ -92,12 +96,13 @@ std::string recipe_to_json(const policy::Recipe& recipe) {
 // than have its fields silently dropped).
 class RecipeParser {
  public:
-  RecipeParser(const io::Json& json, std::string where) : json_(json), where_(std::move(where)) {
+  RecipeParser(const io::Json& json, std::string where, bool has_head) : json_(json), where_(std::move(where)) {
     if (!json_.is_object()) corrupt("expected a JSON object, got " + std::string(io::json_type_name(json_.type())));
-    static const std::set<std::string> kKeys = {"linear",    "scale_format",      "kv_cache",
-                                                "attention", "bf16_first_layers", "bf16_last_layers"};
+    std::set<std::string> keys = {"linear",    "scale_format",      "kv_cache",
+                                  "attention", "bf16_first_layers", "bf16_last_layers"};
+    if (has_head) keys.insert("head");
     for (const io::Json::Member& member : json_.items()) {
-      if (kKeys.count(member.first) == 0) corrupt("unknown key \"" + member.first + "\"");
+      if (keys.count(member.first) == 0) corrupt("unknown key \"" + member.first + "\"");
     }
   }
 
@@ -141,9 +146,9 @@ class RecipeParser {
   std::string where_;
 };
 
-policy::Recipe parse_recipe(std::string_view text, const std::string& where) {
+policy::Recipe parse_recipe(std::string_view text, const std::string& where, bool has_head) {
   const io::Json json = io::parse_json(text, where, io::JsonLimits{kMaxConfigBytes, 8});
-  const RecipeParser parser(json, where);
+  const RecipeParser parser(json, where, has_head);
   policy::Recipe recipe;
   recipe.linear = parser.precision("linear");
   recipe.scale_format = parser.scale_format("scale_format");
@@ -151,6 +156,7 @@ policy::Recipe parse_recipe(std::string_view text, const std::string& where) {
   recipe.attention = parser.precision("attention");
   recipe.bf16_first_layers = parser.layer_count("bf16_first_layers");
   recipe.bf16_last_layers = parser.layer_count("bf16_last_layers");
+  if (has_head) recipe.head = parser.precision("head");
   try {
     policy::validate_recipe(recipe);  // e.g. FP8 attention over a BF16 KV cache
   } catch (const Error& error) {
@@ -313,14 +319,16 @@ class StateFile {
   std::set<std::string> consumed_;
 };
 
-void check_format(const StateFile& file) {
+// Whether the file's recipe has a "head" (format version 2) or not (1).
+bool check_format(const StateFile& file) {
   const std::string& format = file.metadata("format");
   if (format != kFormat) file.corrupt("metadata \"format\" is \"" + format + "\", expected \"" + kFormat + "\"");
   const std::string& version = file.metadata("format_version");
-  if (version != kFormatVersion) {
-    file.corrupt("unknown metadata \"format_version\" \"" + version + "\" (this library reads version " +
-                 kFormatVersion + ")");
+  if (version != kFormatVersion && version != kFormatVersionWithoutHead) {
+    file.corrupt("unknown metadata \"format_version\" \"" + version + "\" (this library reads versions " +
+                 kFormatVersionWithoutHead + " and " + kFormatVersion + ")");
   }
+  return version == kFormatVersion;
 }
 
 model::ModelConfig read_config(const StateFile& file) {
@@ -412,10 +420,10 @@ void save_training_state(const std::string& path, const TrainingState& state) {
 
 TrainingState load_training_state(const std::string& path) {
   StateFile file(path);  // io_error / corrupt_data from the safetensors reader
-  check_format(file);
+  const bool has_head = check_format(file);
   TrainingState state;
   state.params.config = read_config(file);
-  state.recipe = parse_recipe(file.metadata("recipe"), file.path() + ": metadata \"recipe\"");
+  state.recipe = parse_recipe(file.metadata("recipe"), file.path() + ": metadata \"recipe\"", has_head);
   read_counters(file, state);
   file.check_can_hold(state.params.config);
   read_weights(file, state.params);

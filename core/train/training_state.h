@@ -8,10 +8,11 @@
 // "attention_scales.q|k|v" (F32, [num_layers]), and in "__metadata__" the
 // format version, the model config (config.json's JSON), the recipe, the
 // step counters and the RNG state:
-//   "format": "fp8rl.training_state", "format_version": "1",
+//   "format": "fp8rl.training_state", "format_version": "2",
 //   "config": config.json text, "recipe": {"linear": "bf16"|"fp8",
-//   "scale_format": "fp32"|"pow2", "kv_cache", "attention": "bf16"|"fp8",
-//   "bf16_first_layers", "bf16_last_layers": integers} as JSON text,
+//   "scale_format": "fp32"|"pow2", "kv_cache", "attention", "head":
+//   "bf16"|"fp8", "bf16_first_layers", "bf16_last_layers": integers} as
+//   JSON text (version 1, also read, has no "head": a BF16 one),
 //   "steps", "optimizer_steps", "rng_seed", "rng_counter": decimal digits.
 // Moments are absent before the first step. write_safetensors makes the save
 // atomic: a crash mid-save leaves the previous file intact, and its

@@ -11,11 +11,6 @@ policy::LinearSizes transposed_sizes(int64_t out_features, int64_t in_features, 
   return policy::linear_sizes(in_features, out_features, /*has_bias=*/false, math);
 }
 
-// The output head's W^T [hidden, vocab], BF16 whatever the recipe (tied or not).
-policy::LinearSizes head_sizes(int64_t vocab, int64_t hidden) {
-  return transposed_sizes(vocab, hidden, policy::LinearMath::bf16);
-}
-
 }  // namespace
 
 policy::LinearWeights allocate_transposed(Backend& backend, const policy::LinearWeights& forward) {
@@ -54,9 +49,12 @@ TransposedModel::TransposedModel(Backend& backend, const policy::CompiledModel& 
     }
     layers_.push_back(std::move(layer));
   }
-  head_.out_features = hidden_;
-  head_.in_features = vocab_;
-  head_.bf16 = DeviceArray<uint16_t>(backend, static_cast<size_t>(head_sizes(vocab_, hidden_).bf16));
+  // A tied BF16 head has no LinearWeights of its own: shape one like it.
+  policy::LinearWeights head_shape;
+  head_shape.out_features = vocab_;
+  head_shape.in_features = hidden_;
+  head_shape.fp8 = model.head_fp8();
+  head_ = allocate_transposed(backend, head_shape);
   refit(model);
 }
 
@@ -70,11 +68,12 @@ void TransposedModel::refit(const policy::CompiledModel& model) {
         transpose_linear(backend_, forward.experts[e].linears[i], layers_[l].experts[e].linears[i]);
     }
   }
-  backend_.transpose(model.lm_head(), vocab_, hidden_, 2, head_.bf16.data());
+  if (model.head_fp8()) return transpose_linear(backend_, model.head_weights(), head_);
+  backend_.transpose(model.lm_head_bf16(), vocab_, hidden_, 2, head_.bf16.data());
 }
 
 int64_t TransposedModel::bytes() const {
-  int64_t total = head_sizes(vocab_, hidden_).bytes();
+  int64_t total = transposed_sizes(vocab_, hidden_, head_.math()).bytes();
   for (const TransposedLayer& layer : layers_) {
     for (const policy::LinearWeights& t : layer.linears)
       total += transposed_sizes(t.in_features, t.out_features, t.math()).bytes();
@@ -87,7 +86,7 @@ int64_t TransposedModel::bytes() const {
 }
 
 int64_t transposed_weight_bytes(const model::ModelConfig& config, const policy::Recipe& recipe) {
-  int64_t total = head_sizes(config.vocab_size, config.hidden_size).bytes();
+  int64_t total = transposed_sizes(config.vocab_size, config.hidden_size, policy::head_math(recipe)).bytes();
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
     const policy::LayerPrecision precision = policy::layer_precision(recipe, layer, config.num_layers);
     for (const model::LinearPart& part : model::kLinearParts) {

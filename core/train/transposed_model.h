@@ -1,7 +1,7 @@
 // The transposed compute copies of a policy's weights that the backward
 // pass's dgrad GEMMs read (dx = dy . W as dy . (W^T)^T): each linear layer's
 // W^T [in, out] in that layer's precision, and the output head's W^T
-// [hidden, vocab] in BF16. They are the forward copies transposed on the
+// [hidden, vocab] in the head's. They are the forward copies transposed on the
 // backend: a 128x128 block of W^T holds exactly the values of one block of W,
 // so its amax, scale and E4M3 codes are that block's, transposed, bit for bit
 // what quantizing W^T would give. Refreshed after the forward copies: on
@@ -39,7 +39,7 @@ class TransposedModel {
   void refit(const policy::CompiledModel& model);
 
   const std::vector<TransposedLayer>& layers() const { return layers_; }
-  const policy::LinearWeights& head() const { return head_; }  // [hidden, vocab] BF16
+  const policy::LinearWeights& head() const { return head_; }  // [hidden, vocab] in the head's precision
   int64_t bytes() const;
 
  private:

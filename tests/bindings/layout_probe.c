@@ -178,6 +178,7 @@ int main(void) {
   FIELD(fp8rl_recipe, attention);
   FIELD(fp8rl_recipe, bf16_first_layers);
   FIELD(fp8rl_recipe, bf16_last_layers);
+  FIELD(fp8rl_recipe, head);
   SIZE(fp8rl_memory_report);
   FIELD(fp8rl_memory_report, struct_size);
   FIELD(fp8rl_memory_report, master_weights);

@@ -142,6 +142,7 @@ void bad_recipes(Table& t, const std::string& function, const fp8rl_recipe& vali
   t.enums(function, "recipe->kv_cache", valid, &fp8rl_recipe::kv_cache, call);
   t.enums(function, "recipe->attention", valid, &fp8rl_recipe::attention, call);
   t.enums(function, "recipe->scale_format", valid, &fp8rl_recipe::scale_format, call);
+  t.enums(function, "recipe->head", valid, &fp8rl_recipe::head, call);
   // More BF16 layers than the model has keeps them all BF16: not an error.
   fp8rl_recipe layers = valid;
   layers.bf16_first_layers = -1;

@@ -201,6 +201,7 @@ TEST_CASE("recipes: NULL, struct_size, enum values, negative layers and FP8 atte
       {"recipe->linear", [](fp8rl_recipe& r) { r.linear = static_cast<fp8rl_precision>(2); }},
       {"recipe->kv_cache", [](fp8rl_recipe& r) { r.kv_cache = static_cast<fp8rl_precision>(1000000); }},
       {"recipe->attention", [](fp8rl_recipe& r) { r.attention = static_cast<fp8rl_precision>(9); }},
+      {"recipe->head", [](fp8rl_recipe& r) { r.head = static_cast<fp8rl_precision>(-1); }},
       {"recipe->scale_format", [](fp8rl_recipe& r) { r.scale_format = static_cast<fp8rl_scale_format>(2); }},
       {"layers", [](fp8rl_recipe& r) { r.bf16_first_layers = -1; }},
       {"layers", [](fp8rl_recipe& r) { r.bf16_last_layers = -2; }},

@@ -98,6 +98,11 @@ std::vector<NamedRecipe> recipes() {
   list.push_back({"fp8, bf16 first layer", r});
   r.bf16_last_layers = 1;
   list.push_back({"fp8, bf16 first and last layers", r});
+  r.head = FP8RL_PRECISION_FP8;
+  list.push_back({"fp8, bf16 first and last layers, fp8 head", r});
+  fp8rl_recipe head_only = default_recipe();
+  head_only.head = FP8RL_PRECISION_FP8;
+  list.push_back({"fp8 head only", head_only});
   return list;
 }
 
@@ -221,6 +226,7 @@ TEST_CASE("recipes: defaults and set/get round trip") {
   CHECK(defaults.attention == FP8RL_PRECISION_BF16);
   CHECK(defaults.bf16_first_layers == 0);
   CHECK(defaults.bf16_last_layers == 0);
+  CHECK(defaults.head == FP8RL_PRECISION_BF16);
 
   CpuContext cpu;
   Policy policy(cpu.get(), llama_config());
@@ -240,6 +246,7 @@ TEST_CASE("recipes: defaults and set/get round trip") {
     CHECK(back.attention == named.recipe.attention);
     CHECK(back.bf16_first_layers == named.recipe.bf16_first_layers);
     CHECK(back.bf16_last_layers == named.recipe.bf16_last_layers);
+    CHECK(back.head == named.recipe.head);
   }
 }
 

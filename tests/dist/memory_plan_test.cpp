@@ -36,6 +36,13 @@ policy::Recipe fp8_edges_recipe() {
   return r;
 }
 
+// FP8 linears and LM head.
+policy::Recipe fp8_head_recipe() {
+  policy::Recipe r = fp8_recipe();
+  r.head = policy::Precision::fp8;
+  return r;
+}
+
 // Llama-3.1-8B and -70B as their Hugging Face config.json have them.
 model::ModelConfig llama31(int64_t hidden, int64_t layers, int64_t heads, int64_t intermediate) {
   model::ModelConfig c;
@@ -142,12 +149,21 @@ TEST_CASE("memory plan: every field of a tiny model, worked out by hand") {
     CHECK(plan.backward_weights == 48160 * 2 + 2 * 172800 * 2 + (172800 + 24 * 4));
     CHECK(plan.kv_cache == 100 * (2 * 2 * 80 * 2 + 2 * 80 * 1));  // layers 0 and 2 BF16, layer 1 E4M3
   }
+  SUBCASE("FP8 head only, tied: the embeddings stay BF16 for lookups beside the head's own E4M3 copy") {
+    policy::Recipe head_only;
+    head_only.head = policy::Precision::fp8;
+    const dist::MemoryReport plan = dist::plan_memory(config, head_only, 1, 0, 100);
+    // the head [301, 160]: 48160 codes and 3 x 2 block scales, forward and transposed alike
+    CHECK(plan.compute_weights ==
+          48160 * 2 + (48160 + 6 * 4) + 160 * 4 + 3 * (per_layer_norms_and_biases + 172800 * 2));
+    CHECK(plan.backward_weights == (48160 + 6 * 4) + 3 * 172800 * 2);
+  }
   SUBCASE("no KV cache") { CHECK(dist::plan_memory(config, policy::Recipe{}, 1, 0, 0).kv_cache == 0); }
 }
 
 TEST_CASE("memory plan: one rank's plan is what its policy and trainer hold, Mixture-of-Experts included") {
   for (const NamedConfig& named : forward_configs()) {
-    for (const policy::Recipe& recipe : {policy::Recipe{}, fp8_recipe(), fp8_edges_recipe()}) {
+    for (const policy::Recipe& recipe : {policy::Recipe{}, fp8_recipe(), fp8_edges_recipe(), fp8_head_recipe()}) {
       CAPTURE(named.name);
       CAPTURE(policy::describe_recipe(recipe));
       Context context(cpu_request(1), Logger());
@@ -165,7 +181,7 @@ TEST_CASE("memory plan: one rank's plan is what its policy and trainer hold, Mix
 TEST_CASE("memory plan: rank r of 2 and 3 data-parallel ranks holds what the plan says") {
   const model::ModelConfig config = tiny_qwen2();
   for (const int world : {2, 3}) {
-    for (const policy::Recipe& recipe : {policy::Recipe{}, fp8_recipe()}) {
+    for (const policy::Recipe& recipe : {policy::Recipe{}, fp8_recipe(), fp8_head_recipe()}) {
       CAPTURE(world);
       CAPTURE(policy::describe_recipe(recipe));
       std::vector<dist::MemoryReport> held_by(static_cast<size_t>(world));
@@ -187,7 +203,7 @@ TEST_CASE("memory plan: rank r of 2 and 3 data-parallel ranks holds what the pla
 
 TEST_CASE("memory plan: the compute, transposed and KV-cache arrays hold the planned bytes, experts included") {
   for (const NamedConfig& named : forward_configs()) {
-    for (const policy::Recipe& recipe : {policy::Recipe{}, fp8_recipe(), fp8_edges_recipe()}) {
+    for (const policy::Recipe& recipe : {policy::Recipe{}, fp8_recipe(), fp8_edges_recipe(), fp8_head_recipe()}) {
       CAPTURE(named.name);
       CAPTURE(policy::describe_recipe(recipe));
       const model::ModelConfig& c = named.config;
@@ -195,8 +211,8 @@ TEST_CASE("memory plan: the compute, transposed and KV-cache arrays hold the pla
       policy::Policy policy(context, tiny_params(c), recipe);
       const policy::CompiledModel& compiled = policy.compiled();
 
-      // Read off the arrays: embeddings (and an untied head) BF16, final norm FP32.
-      int64_t compute = c.vocab_size * c.hidden_size * 2 * (c.tie_word_embeddings ? 1 : 2) + c.hidden_size * 4;
+      // Read off the arrays: embeddings BF16, the head's own copy if any, final norm FP32.
+      int64_t compute = c.vocab_size * c.hidden_size * 2 + held(compiled.head_weights()) + c.hidden_size * 4;
       for (const policy::CompiledLayer& layer : compiled.layers()) {
         for (const DeviceArray<float>& norm : layer.norms) compute += static_cast<int64_t>(norm.size() * 4);
         for (const policy::LinearWeights& linear : layer.linears) compute += held(linear);

@@ -60,7 +60,7 @@ std::vector<GatherRecord> step_and_refit(int world, const policy::Recipe& recipe
 }  // namespace
 
 TEST_CASE("data parallel: the gathered compute copies equal a whole refit, for a quarter of the FP32 bytes") {
-  for (const NamedRecipe& recipe : {all_recipes()[0], all_recipes()[1], all_recipes()[5]}) {
+  for (const NamedRecipe& recipe : {all_recipes()[0], all_recipes()[1], all_recipes()[5], all_recipes()[6]}) {
     bool some_matrix_split = false;
     for (int world : {2, 3, 4, 5}) {
       CAPTURE(std::string(recipe.name));

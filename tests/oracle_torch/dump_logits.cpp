@@ -7,7 +7,7 @@
 // tokens.bin:  int32 [total_tokens], the sequences back to back
 // offsets.bin: int64 [count + 1], sequence i is tokens[offsets[i] .. offsets[i + 1])
 // out.bin:     float32 [total_tokens, vocab], rollout::full_logits
-// recipe:      bf16 | fp8 | fp8-pow2 | fp8-kv | fp8-kv-attn | fp8-edges
+// recipe:      bf16 | fp8 | fp8-pow2 | fp8-kv | fp8-kv-attn | fp8-edges | fp8-head
 //   fp8         linear layers E4M3 (FP32 block scales), KV cache and attention BF16
 //   fp8-pow2    as fp8 with power-of-two block scales
 //   fp8-kv      fp8 plus an E4M3 KV cache
@@ -40,6 +40,10 @@ bool parse_recipe(const std::string& name, Recipe& recipe) {
   if (name == "bf16") return true;
   recipe.linear = Precision::fp8;
   if (name == "fp8") return true;
+  if (name == "fp8-head") {
+    recipe.head = Precision::fp8;
+    return true;
+  }
   if (name == "fp8-pow2") {
     recipe.scale_format = fp8rl::ScaleFormat::pow2;
     return true;
@@ -79,7 +83,7 @@ int main(int argc, char** argv) {
   }
   Recipe recipe;
   if (!parse_recipe(argv[2], recipe)) {
-    std::fprintf(stderr, "unknown recipe '%s' (bf16, fp8, fp8-pow2, fp8-kv, fp8-kv-attn, fp8-edges)\n", argv[2]);
+    std::fprintf(stderr, "unknown recipe '%s' (bf16, fp8, fp8-pow2, fp8-kv, fp8-kv-attn, fp8-edges, fp8-head)\n", argv[2]);
     return 2;
   }
   try {

@@ -131,6 +131,10 @@ inline std::vector<NamedRecipe> all_recipes() {
   r.bf16_first_layers = 1;
   r.bf16_last_layers = 1;
   recipes.push_back({"fp8-kv-attention-bf16-edges", r});
+  policy::Recipe head;  // the LM head in FP8 too, its own blocks partial (vocab 301, hidden 160)
+  head.linear = Precision::fp8;
+  head.head = Precision::fp8;
+  recipes.push_back({"fp8-head", head});
   return recipes;
 }
 

@@ -202,9 +202,10 @@ def test_the_tiny_models_parameter_count_by_hand():
 def test_recipe_round_trips_through_a_policy(policy):
     recipe = fp8rl.Recipe(linear=fp8rl.Precision.FP8, scale_format=fp8rl.ScaleFormat.POW2,
                           kv_cache=fp8rl.Precision.FP8, attention=fp8rl.Precision.FP8, bf16_first_layers=1,
-                          bf16_last_layers=1)
+                          bf16_last_layers=1, head=fp8rl.Precision.FP8)
     policy.recipe = recipe
     assert policy.recipe == recipe
+    assert fp8rl.Recipe().head == fp8rl.Precision.BF16  # the published recipe keeps the head in BF16
     assert isinstance(policy.recipe.scale_format, fp8rl.ScaleFormat)
     assert fp8rl.Recipe.fp8() == fp8rl.Recipe(linear=fp8rl.Precision.FP8)
     assert fp8rl.Recipe.fp8_full(bf16_first_layers=1).bf16_first_layers == 1

@@ -89,6 +89,7 @@ TrainingState make_state(const model::ModelConfig& config, uint64_t seed, bool w
   state.recipe.attention = policy::Precision::fp8;
   state.recipe.bf16_first_layers = 1;
   state.recipe.bf16_last_layers = 2;
+  state.recipe.head = policy::Precision::fp8;
   std::mt19937 rng(static_cast<uint32_t>(seed));
   std::uniform_real_distribution<float> positive(0.01f, 4.0f);
   for (std::vector<float>* scales : {&state.scales.q, &state.scales.k, &state.scales.v}) {
@@ -347,7 +348,7 @@ TEST_CASE("training state: the file holds the documented tensors and metadata") 
   CHECK(keys == std::vector<std::string>{"config", "format", "format_version", "optimizer_steps", "recipe",
                                          "rng_counter", "rng_seed", "steps"});
   CHECK(meta.at("format") == "fp8rl.training_state");
-  CHECK(meta.at("format_version") == "1");
+  CHECK(meta.at("format_version") == "2");
   CHECK(meta.at("steps") == "123456789012345");
   CHECK(meta.at("optimizer_steps") == "987654321");
   CHECK(meta.at("rng_seed") == "18364758544493064720");
@@ -359,6 +360,7 @@ TEST_CASE("training state: the file holds the documented tensors and metadata") 
   CHECK(recipe.at("attention").as_string() == "fp8");
   CHECK(recipe.at("bf16_first_layers").as_int64() == 1);
   CHECK(recipe.at("bf16_last_layers").as_int64() == 2);
+  CHECK(recipe.at("head").as_string() == "fp8");
   const io::Json json_config = io::parse_json(meta.at("config"));
   CHECK(json_config.at("model_type").as_string() == "qwen3");
   CHECK(json_config.at("head_dim").as_int64() == 6);
@@ -374,7 +376,7 @@ data = open(path, "rb").read()
 assert (8 + n) % 8 == 0, "data area not 8-aligned"
 header = json.loads(data[8:8 + n])
 meta = header.pop("__metadata__")
-assert meta["format"] == "fp8rl.training_state" and meta["format_version"] == "1", meta
+assert meta["format"] == "fp8rl.training_state" and meta["format_version"] == "2", meta
 assert json.loads(meta["config"])["model_type"] == "llama"
 end = 0
 for name, t in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
@@ -437,7 +439,7 @@ TEST_CASE("training state: damaged metadata is corrupt_data naming the key") {
     fixture.expect([&](StoredFile& file) { file.metadata.erase(key); }, Status::corrupt_data, {"missing", key});
   }
   fixture.expect_metadata("format", "safetensors", Status::corrupt_data, {"format"});
-  fixture.expect_metadata("format_version", "2", Status::corrupt_data, {"format_version", "2"});
+  fixture.expect_metadata("format_version", "3", Status::corrupt_data, {"format_version", "3"});
   fixture.expect_metadata("format_version", "1.0", Status::corrupt_data, {"format_version"});
 
   for (const char* key : {"steps", "optimizer_steps", "rng_seed", "rng_counter"}) {
@@ -473,7 +475,7 @@ TEST_CASE("training state: malformed config or recipe is corrupt_data") {
                           {"unexpected tensor", "lm_head.weight"});
 
   const std::string good = R"("linear":"fp8","scale_format":"pow2","kv_cache":"fp8","attention":"fp8",)"
-                           R"("bf16_first_layers":1)";
+                           R"("head":"fp8","bf16_first_layers":1)";
   fixture.expect_loads([&](StoredFile& file) { file.metadata["recipe"] = "{" + good + R"(,"bf16_last_layers":0})"; });
   fixture.expect_metadata("recipe", "{" + good, Status::corrupt_data, {"recipe"});
   fixture.expect_metadata("recipe", "[]", Status::corrupt_data, {"recipe"});
@@ -486,16 +488,22 @@ TEST_CASE("training state: malformed config or recipe is corrupt_data") {
                           {"recipe", "bf16_last_layers"});
   fixture.expect_metadata("recipe",
                           R"({"linear":"fp16","scale_format":"fp32","kv_cache":"bf16","attention":"bf16",)"
-                          R"("bf16_first_layers":0,"bf16_last_layers":0})",
+                          R"("head":"bf16","bf16_first_layers":0,"bf16_last_layers":0})",
                           Status::corrupt_data, {"recipe", "linear", "fp16"});
   fixture.expect_metadata("recipe",
                           R"({"linear":"bf16","scale_format":"e8m0","kv_cache":"bf16","attention":"bf16",)"
-                          R"("bf16_first_layers":0,"bf16_last_layers":0})",
+                          R"("head":"bf16","bf16_first_layers":0,"bf16_last_layers":0})",
                           Status::corrupt_data, {"recipe", "scale_format", "e8m0"});
+  fixture.expect_metadata("recipe", R"({"linear":"bf16","scale_format":"fp32","kv_cache":"bf16","attention":"bf16",)"
+                                    R"("head":"fp4","bf16_first_layers":0,"bf16_last_layers":0})",
+                          Status::corrupt_data, {"recipe", "head", "fp4"});
+  fixture.expect_metadata("recipe", R"({"linear":"bf16","scale_format":"fp32","kv_cache":"bf16","attention":"bf16",)"
+                                    R"("bf16_first_layers":0,"bf16_last_layers":0})",
+                          Status::corrupt_data, {"recipe", "missing", "head"});
   // Each value valid, the combination not: FP8 attention needs the FP8 KV cache.
   fixture.expect_metadata("recipe",
                           R"({"linear":"bf16","scale_format":"fp32","kv_cache":"bf16","attention":"fp8",)"
-                          R"("bf16_first_layers":0,"bf16_last_layers":0})",
+                          R"("head":"bf16","bf16_first_layers":0,"bf16_last_layers":0})",
                           Status::corrupt_data, {"recipe", "KV cache"});
 }
 
@@ -618,4 +626,28 @@ TEST_CASE("training state: save rejects a state it could not load back, leaving 
 }
 
 }  // namespace
+
+// Version 1 (before the recipe's head) stays readable: its recipes have no
+// "head" and mean a BF16 one; a "head" in a version-1 file is unknown.
+TEST_CASE("training state: format version 1 loads with a BF16 head") {
+  const TempDir dir;
+  TrainingState state = make_state(tiny_config(model::ModelFamily::llama), 5);
+  const std::string path = dir.file("v1.safetensors");
+  train::save_training_state(path, state);
+  StoredFile file = StoredFile::read(path);
+  file.metadata["format_version"] = "1";
+  file.metadata["recipe"] = R"({"linear":"fp8","scale_format":"pow2","kv_cache":"fp8","attention":"fp8",)"
+                            R"("bf16_first_layers":1,"bf16_last_layers":2})";
+  file.write(path);
+  const TrainingState loaded = train::load_training_state(path);
+  state.recipe.head = policy::Precision::bf16;
+  CHECK(loaded.recipe == state.recipe);
+  CHECK(same_bits(loaded.params.embed_tokens.data, state.params.embed_tokens.data));
+
+  file.metadata["recipe"] = R"({"linear":"fp8","scale_format":"pow2","kv_cache":"fp8","attention":"fp8",)"
+                            R"("head":"bf16","bf16_first_layers":1,"bf16_last_layers":2})";
+  file.write(path);
+  expect_error([&] { train::load_training_state(path); }, Status::corrupt_data, {"recipe", "unknown key", "head"});
+}
+
 }  // namespace fp8rl::test

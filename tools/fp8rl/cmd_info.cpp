@@ -17,7 +17,7 @@ namespace fp8rl_cli {
 void declare_info(ArgParser& p) {
   p.option("model", "", "tiny|moe-tiny (built-in, from the model flags; default tiny) or an HF folder");
   declare_model_flags(p);
-  p.option("recipe", "bf16", "bf16|fp8|fp8-kv|fp8-gen (fp8-gen shows the generator's recipe)");
+  p.option("recipe", "bf16", recipe_choices() + " (fp8-gen shows the generator's recipe; *-head: FP8 LM head)");
   p.flag("trainer", "also create a trainer and report its memory");
   p.flag("plan", "plan each training rank's memory from the model flags instead (builds nothing)");
   p.option("ranks", "1", "--plan: data-parallel ranks");
@@ -111,9 +111,9 @@ void print_plan(const fp8rl_model_config& config, const fp8rl_recipe& recipe, in
 }
 
 void print_recipe(const std::string& name, const fp8rl_recipe& recipe) {
-  std::printf("recipe %s\n  linear %s, KV cache %s, attention %s, scales %s\n", name.c_str(), precision(recipe.linear),
-              precision(recipe.kv_cache), precision(recipe.attention),
-              recipe.scale_format == FP8RL_SCALE_POW2 ? "pow2" : "fp32");
+  std::printf("recipe %s\n  linear %s, KV cache %s, attention %s, head %s, scales %s\n", name.c_str(),
+              precision(recipe.linear), precision(recipe.kv_cache), precision(recipe.attention),
+              precision(recipe.head), recipe.scale_format == FP8RL_SCALE_POW2 ? "pow2" : "fp32");
 }
 
 // Total and active (per token: only num_experts_per_tok experts of a sparse

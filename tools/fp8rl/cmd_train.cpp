@@ -21,7 +21,7 @@ void declare_train(ArgParser& p) {
   p.option("digits", std::to_string(d.digits), "addition: digits per operand");
   p.option("length", std::to_string(d.length), "reverse: longest string");
   p.option("letters", std::to_string(d.letters), "reverse: alphabet size");
-  p.option("recipe", d.recipe, "bf16|fp8|fp8-kv|fp8-gen (fp8-gen: FP8 generator, BF16 learner)");
+  p.option("recipe", d.recipe, recipe_choices() + " (fp8-gen: FP8 generator, BF16 learner; *-head: FP8 LM head)");
   p.option("importance", d.importance, "off|plain|truncated|masked|sequence-masked");
   p.option("is-cap", "2", "importance-weight cap (upper bound)");
   p.option("group-size", std::to_string(d.group_size), "completions per prompt");

@@ -4,9 +4,26 @@
 
 namespace fp8rl_cli {
 
+namespace {
+
+constexpr const char* kHeadSuffix = "-head";
+
+bool ends_with_head(const std::string& name) {
+  const std::string suffix = kHeadSuffix;
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
 const std::vector<std::string>& recipe_names() {
-  static const std::vector<std::string> names{"bf16", "fp8", "fp8-kv", "fp8-gen"};
+  static const std::vector<std::string> names{"bf16", "fp8", "fp8-kv", "fp8-gen", "fp8-head", "fp8-kv-head"};
   return names;
+}
+
+std::string recipe_choices() {
+  std::string text;
+  for (const std::string& name : recipe_names()) text += (text.empty() ? "" : "|") + name;
+  return text;
 }
 
 fp8rl_recipe generator_recipe(const std::string& name) {
@@ -14,10 +31,11 @@ fp8rl_recipe generator_recipe(const std::string& name) {
   check(fp8rl_recipe_init(&recipe), "fp8rl_recipe_init");
   if (name == "bf16") return recipe;
   recipe.linear = FP8RL_PRECISION_FP8;
-  if (name == "fp8-kv" || name == "fp8-gen") {
+  if (name == "fp8-kv" || name == "fp8-gen" || name == "fp8-kv-head") {
     recipe.kv_cache = FP8RL_PRECISION_FP8;
     recipe.attention = FP8RL_PRECISION_FP8;
   }
+  if (ends_with_head(name)) recipe.head = FP8RL_PRECISION_FP8;
   return recipe;
 }
 

@@ -13,7 +13,10 @@
 
 namespace fp8rl_cli {
 
-const std::vector<std::string>& recipe_names();  // bf16 fp8 fp8-kv fp8-gen
+// bf16 fp8 fp8-kv fp8-gen, and fp8-head / fp8-kv-head: fp8 / fp8-kv with an FP8 LM head.
+const std::vector<std::string>& recipe_names();
+// "bf16|fp8|..." for help texts.
+std::string recipe_choices();
 
 // The recipe a policy that *generates* runs under `name` (fp8-gen: FP8 linear, KV cache and attention).
 fp8rl_recipe generator_recipe(const std::string& name);

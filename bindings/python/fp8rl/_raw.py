@@ -245,6 +245,7 @@ class fp8rl_recipe(ctypes.Structure):
         ('attention', fp8rl_precision),
         ('bf16_first_layers', ctypes.c_int32),
         ('bf16_last_layers', ctypes.c_int32),
+        ('head', fp8rl_precision),
     ]
 
 

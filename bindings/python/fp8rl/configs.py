@@ -139,9 +139,10 @@ class ModelConfig(_CStruct):
 class Recipe(_CStruct):
     """The precision recipe, for generation and training alike.
 
-    Embeddings, norms, softmax, RoPE and the LM head always run in BF16/FP32.
+    Embedding lookups, norms, softmax and RoPE always run in BF16/FP32.
     FP8 linear layers use 128x128 weight blocks and 1x128 activation tiles;
-    FP8 attention needs the FP8 KV cache.
+    FP8 attention needs the FP8 KV cache. ``head`` FP8 runs the LM head's
+    GEMMs in FP8 as well (off by default, as the published recipe keeps it).
     """
 
     linear: Precision = Precision.BF16
@@ -150,6 +151,7 @@ class Recipe(_CStruct):
     attention: Precision = Precision.BF16
     bf16_first_layers: int = 0
     bf16_last_layers: int = 0
+    head: Precision = Precision.BF16
 
     @classmethod
     def bf16(cls) -> "Recipe":

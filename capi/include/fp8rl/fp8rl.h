@@ -682,7 +682,7 @@ typedef enum fp8rl_precision FP8RL_ENUM_INT32 {
 
 /**
  * The precision recipe of a policy, for generation and training alike.
- * Embeddings, norms, softmax, RoPE and the LM head always run in BF16/FP32.
+ * Embedding lookups, norms, softmax and RoPE always run in BF16/FP32.
  * Fill with fp8rl_recipe_init().
  */
 typedef struct fp8rl_recipe {
@@ -694,6 +694,10 @@ typedef struct fp8rl_recipe {
   fp8rl_precision attention;       /**< FP8: Q.K^T and P.V on E4M3 inputs; requires the FP8 KV cache. Default BF16. */
   int32_t bf16_first_layers;       /**< Leading transformer layers kept entirely in BF16 (>= 0; default 0). */
   int32_t bf16_last_layers;        /**< Trailing transformer layers kept entirely in BF16 (>= 0; default 0). */
+  fp8rl_precision head;            /**< The LM head's GEMMs (logits; dgrad and wgrad in training). FP8: its weight
+                                        (a tied model's shared matrix, for the head only: lookups stay BF16) in
+                                        128x128 blocks with @ref scale_format. Default BF16, as the published
+                                        recipe keeps it; FP8 halves the largest weight of a small model's decode. */
 } fp8rl_recipe;
 
 /**

@@ -243,6 +243,7 @@ struct fp8rl_recipe
     attention::fp8rl_precision
     bf16_first_layers::Int32
     bf16_last_layers::Int32
+    head::fp8rl_precision
 end
 
 struct fp8rl_memory_report

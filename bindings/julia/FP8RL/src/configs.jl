@@ -118,7 +118,7 @@ end
 
 """
     Recipe(; linear = :bf16, scale_format = :fp32, kv_cache = :bf16, attention = :bf16,
-           bf16_first_layers = 0, bf16_last_layers = 0)
+           bf16_first_layers = 0, bf16_last_layers = 0, head = :bf16)
     Recipe(preset::Symbol; overrides...)
 
 The precision recipe of a policy, for generation and training alike
@@ -126,7 +126,8 @@ The precision recipe of a policy, for generation and training alike
 gate/up/down projections), `kv_cache` and `attention` are `:bf16` or `:fp8`;
 FP8 attention needs the FP8 KV cache. `scale_format` (`:fp32` or `:pow2`) is
 that of the FP8 block scales; the first and last `bf16_*_layers` layers stay
-entirely BF16. Embeddings, norms, softmax, RoPE and the LM head always run in BF16/FP32.
+entirely BF16. `head` (`:bf16` or `:fp8`) is the LM head's GEMMs, BF16 by default as
+the published recipe keeps it. Embedding lookups, norms, softmax and RoPE always run in BF16/FP32.
 
 Presets: `Recipe(:bf16)` (everything BF16, the baseline), `Recipe(:fp8)` (FP8
 linear layers) and `Recipe(:fp8_full)` (FP8 linear layers, KV cache and attention).
@@ -138,10 +139,11 @@ struct Recipe <: _Options
     attention::Union{Symbol,Int32}
     bf16_first_layers::Int32
     bf16_last_layers::Int32
+    head::Union{Symbol,Int32}
 end
 
 _enums(::Type{Recipe}) = (linear = _PRECISION, scale_format = _SCALE_FORMAT, kv_cache = _PRECISION,
-                          attention = _PRECISION)
+                          attention = _PRECISION, head = _PRECISION)
 
 Recipe(; fields...) = _with(_from_c(Recipe, _c_defaults(L.fp8rl_recipe)); fields...)
 

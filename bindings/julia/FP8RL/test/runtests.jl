@@ -536,7 +536,7 @@ end
     Policy(tiny_config(); seed = 1, recipe = Recipe(:fp8)) do policy
         @test config(policy) == tiny_config()
         @test recipe(policy) == Recipe(:fp8)
-        full = Recipe(:fp8_full; scale_format = :pow2, bf16_first_layers = 1, bf16_last_layers = 1)
+        full = Recipe(:fp8_full; scale_format = :pow2, bf16_first_layers = 1, bf16_last_layers = 1, head = :fp8)
         @test set_recipe!(policy, full) === policy && recipe(policy) == full
         err = thrown(() -> set_recipe!(policy, Recipe(attention = :fp8)))  # FP8 attention needs the FP8 KV cache
         @test is_error(err, INVALID_ARGUMENT) && recipe(policy) == full

@@ -290,6 +290,7 @@ pub struct fp8rl_recipe {
     pub attention: fp8rl_precision,
     pub bf16_first_layers: i32,
     pub bf16_last_layers: i32,
+    pub head: fp8rl_precision,
 }
 
 /// C `struct fp8rl_memory_report`; fill with its init function where it has one.
@@ -762,6 +763,7 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_recipe.attention", core::mem::offset_of!(fp8rl_recipe, attention), core::mem::size_of::<fp8rl_precision>()),
     ("fp8rl_recipe.bf16_first_layers", core::mem::offset_of!(fp8rl_recipe, bf16_first_layers), core::mem::size_of::<i32>()),
     ("fp8rl_recipe.bf16_last_layers", core::mem::offset_of!(fp8rl_recipe, bf16_last_layers), core::mem::size_of::<i32>()),
+    ("fp8rl_recipe.head", core::mem::offset_of!(fp8rl_recipe, head), core::mem::size_of::<fp8rl_precision>()),
     ("fp8rl_memory_report", 0, core::mem::size_of::<fp8rl_memory_report>()),
     ("fp8rl_memory_report.struct_size", core::mem::offset_of!(fp8rl_memory_report, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_memory_report.master_weights", core::mem::offset_of!(fp8rl_memory_report, master_weights), core::mem::size_of::<i64>()),

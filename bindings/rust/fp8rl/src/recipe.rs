@@ -6,8 +6,8 @@ use crate::enums::{Precision, ScaleFormat};
 
 c_options! {
     /// The precision recipe of a policy, for generation and training alike
-    /// (`fp8rl_recipe`). Embeddings, norms, softmax, RoPE and the LM head
-    /// always run in BF16/FP32. The default is everything in BF16.
+    /// (`fp8rl_recipe`). Embedding lookups, norms, softmax and RoPE always
+    /// run in BF16/FP32. The default is everything in BF16.
     pub struct Recipe: sys::fp8rl_recipe = sys::fp8rl_recipe_init {
         /// q/k/v/o and gate/up/down projections; FP8 uses 128x128 weight
         /// blocks and 1x128 activation tiles. Default BF16.
@@ -22,6 +22,10 @@ c_options! {
         bf16_first_layers: i32,
         /// Trailing transformer layers kept entirely in BF16 (>= 0; default 0).
         bf16_last_layers: i32,
+        /// The LM head's GEMMs (logits; dgrad and wgrad in training); FP8
+        /// quantizes its weight in 128x128 blocks. Default BF16, as the
+        /// published recipe keeps it.
+        head: Precision,
     }
 }
 

@@ -77,10 +77,11 @@ fn recipes_round_trip_and_bad_ones_change_nothing() {
     let context = cpu();
     let policy = Policy::random(&context, &tiny_config(), 1).unwrap();
     assert_eq!(policy.recipe().unwrap(), Recipe::bf16());
-    let recipe = Recipe::fp8_full().scale_format(ScaleFormat::Pow2).bf16_first_layers(1);
+    let recipe = Recipe::fp8_full().scale_format(ScaleFormat::Pow2).bf16_first_layers(1).head(Precision::Fp8);
     policy.set_recipe(&recipe).unwrap();
     assert_eq!(policy.recipe().unwrap(), recipe);
     assert_eq!((recipe.linear, recipe.kv_cache, recipe.attention), (Precision::Fp8, Precision::Fp8, Precision::Fp8));
+    assert_eq!(Recipe::bf16().head, Precision::Bf16); // the published recipe keeps the head in BF16
 
     let error = expect_error(
         policy.set_recipe(&Recipe::bf16().attention(Precision::Fp8)),
