@@ -224,7 +224,7 @@ def case_plan(tmp):
           f"{fp8_compute / gib:.3f}")
     # An FP8 head on the tied embeddings: its own E4M3 copy (1002 x 16 blocks) beside the BF16 lookup table.
     p = run(["info", "--plan", "--recipe", "fp8-head"] + LLAMA32_1B)
-    check("head fp8" in p.stdout, f"the recipe names its FP8 head:\n{p.stdout}")
+    check("head FP8" in p.stdout, f"the recipe names its FP8 head:\n{p.stdout}")
     head_compute = fp8_compute + 262668288 + 1002 * 16 * 4
     check(abs(plan_rows(p.stdout)[0]["compute"] - head_compute / gib) < 0.001,
           f"FP8-head compute, expected {head_compute / gib:.3f}:\n{p.stdout}")
