@@ -2,7 +2,7 @@
 """End-to-end tests of the fp8rl command-line program.
 
 usage: cli_test.py PATH/TO/fp8rl CASE
-       (CASE: train | resume | errors | commands | compare | minibatches | plan | moe |
+       (CASE: train | resume | errors | commands | compare | compare_statistics | minibatches | plan | moe |
               text_train | text_generate | text_eval | text_errors | all)
 Each case runs the program in a fresh temporary folder and exits non-zero on failure.
 The moe and text cases also write an HF folder through the Python binding (fp8rl on
@@ -75,7 +75,14 @@ def case_train(tmp):
 
 
 def case_resume(tmp):
-    common = ["train"] + TINY + ["--sft-steps", "4", "--eval-every", "2", "--save-every", "2"]
+    resume_matches_whole(os.path.join(tmp, "fresh"), [])
+    # A stale generator resumes with the scales it began GRPO with, kept in the run folder.
+    resume_matches_whole(os.path.join(tmp, "stale"), ["--recipe", "fp8-gen", "--stale-scales", "1"])
+
+
+def resume_matches_whole(tmp, extra):
+    """A run stopped at GRPO step 3 and resumed ends exactly as the same run made in one go."""
+    common = ["train"] + TINY + extra + ["--sft-steps", "4", "--eval-every", "2", "--save-every", "2"]
     whole, split = os.path.join(tmp, "whole"), os.path.join(tmp, "split")
     run(common + ["--steps", "6", "--out", whole])
     run(common + ["--steps", "3", "--out", split])
@@ -151,22 +158,122 @@ def case_commands(tmp):
     run(["train", "--help"])
 
 
+def table_rows(markdown, header_start):
+    """The data rows of the markdown table whose header row starts with header_start, as lists of cells."""
+    lines = markdown.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[first + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
 def case_compare(tmp):
     out = os.path.join(tmp, "cmp")
-    proc = run(["compare"] + TINY + ["--sft-steps", "10", "--steps", "6", "--eval-every", "3", "--val-size", "20",
-                                      "--seeds", "0,1", "--runs", "bf16,fp8-gen:off", "--out", out])
+    args = ["compare"] + TINY + ["--sft-steps", "10", "--steps", "6", "--eval-every", "3", "--val-size", "20",
+                                 "--seeds", "0-1", "--runs", "bf16,fp8-gen:off,fp8-gen:off:stale", "--jobs", "2",
+                                 "--out", out]
+    run(args)
     table = open(os.path.join(out, "compare.md")).read()
-    check("| bf16:" in table and "| fp8-gen:off |" in table, "one table row per run:\n" + table)
-    rows = [line for line in table.splitlines() if line.startswith("| bf16") or line.startswith("| fp8-gen")]
-    bf16_mismatch = float(rows[0].split("|")[4])
-    check(bf16_mismatch == 1.0, "one engine, one recipe: token_mult_prob_error is exactly 1 for bf16")
-    check(float(rows[1].split("|")[4]) > 1.0, "FP8 generation with BF16 training shows a mismatch")
-    png = open(os.path.join(out, "compare.png"), "rb").read()
-    check(png[:8] == b"\x89PNG\r\n\x1a\n", "compare.png is a PNG")
-    for run_dir in ("bf16-truncated-seed0", "bf16-truncated-seed1", "fp8-gen-off-seed0", "fp8-gen-off-seed1"):
-        check(os.path.exists(os.path.join(out, run_dir, "metrics.jsonl")), f"{run_dir} has its metrics")
+    mismatch = {row[0]: row for row in table_rows(table, "| run | token_mult_prob_error")}
+    check(set(mismatch) == {"bf16:truncated", "fp8-gen:off", "fp8-gen:off:stale"}, "one row per run:\n" + table)
+    check(float(mismatch["bf16:truncated"][1]) == 1.0,
+          "one engine, one recipe: token_mult_prob_error is exactly 1 for bf16")
+    check(float(mismatch["fp8-gen:off"][1]) > 1.0, "FP8 generation with BF16 training shows a mismatch")
+    for name in ("compare.png", "dose.png"):
+        png = open(os.path.join(out, name), "rb").read()
+        check(png[:8] == b"\x89PNG\r\n\x1a\n", f"{name} is a PNG")
+    summaries = json.load(open(os.path.join(out, "summaries.json")))
+    check([(s["run"], s["seed"]) for s in summaries] ==
+          [(r, seed) for r in ("bf16:truncated", "fp8-gen:off", "fp8-gen:off:stale") for seed in (0, 1)],
+          f"summaries.json holds every run in order: {summaries}")
+    for s in summaries:
+        folder = s["run"].replace(":", "-") + f"-seed{s['seed']}"
+        check(os.path.exists(os.path.join(out, folder, "metrics.jsonl")), f"{folder} has its metrics")
+        records = [r for r in read_metrics(os.path.join(out, folder, "metrics.jsonl")) if r["phase"] == "grpo"]
+        mean_mult = sum(r["token_mult_prob_error"] for r in records) / len(records)
+        check(math.isclose(s["mean_token_mult_prob_error"], mean_mult, rel_tol=1e-12),
+              f"{folder}: the summary's mean mismatch is the mean of its steps")
+    # The stale run generated with the scales it had when GRPO began.
+    stale = json.load(open(os.path.join(out, "fp8-gen-off-stale-seed0", "checkpoints", "stale_scales.json")))
+    check(len(stale["k"]) == 2 and all(k > 0 for k in stale["k"]), f"two layers of positive scales: {stale}")
+    # Both generate the first GRPO step with the same scales; afterwards the fresh run takes each step's.
+    fresh_steps, stale_steps = ([r["token_mult_prob_error"] for r in read_metrics(os.path.join(out, d, "metrics.jsonl"))
+                                 if r["phase"] == "grpo"] for d in ("fp8-gen-off-seed0", "fp8-gen-off-stale-seed0"))
+    check(fresh_steps[0] == stale_steps[0], f"step 1 alike: {fresh_steps} {stale_steps}")
+    check(fresh_steps[1:] != stale_steps[1:], f"then the scales differ: {fresh_steps} {stale_steps}")
+    # A second call reuses every finished run; more seeds train only the new ones.
+    p = run(args)
+    check("reusing 6 finished runs of 6" in p.stderr, p.stderr)
+    p = run(args[:-2] + ["--lr", "1e-3", "--out", out])
+    check("reusing" not in p.stderr, "a changed flag retrains:\n" + p.stderr)
     run(["compare"] + TINY + ["--runs", "bf16:sometimes", "--out", out], expect=2)
     run(["compare"] + TINY + ["--seeds", "x", "--out", out], expect=2)
+    p = run(["compare"] + TINY + ["--runs", "fp8:off:stale", "--out", out], expect=2)
+    check("--stale-scales needs a separate generator" in p.stderr, p.stderr)
+
+
+def case_compare_statistics(tmp):
+    """The report's statistics over hand-written summaries, against values worked out by hand."""
+    def summary(run_name, seed, sft_end, final, best, mult, kl):
+        return {"run": run_name, "seed": seed, "sft_end_val_acc": sft_end, "final_val_acc": final,
+                "best_val_acc": best, "mean_token_mult_prob_error": mult, "median_step_token_mult_prob_error": mult,
+                "mean_gen_kl_error": kl, "mean_clip_fraction": 0.01 * (seed + 1), "seconds_per_step": 0.5,
+                "recalibration_fraction": 0.02, "val_curve": [[0, sft_end], [25, final - 0.05], [50, final]],
+                "mismatch_curve": [[25, mult, kl], [50, mult, kl]]}
+    summaries = [summary("bf16:truncated", 0, 0.10, 0.30, 0.35, 1.0, 0.0),
+                 summary("bf16:truncated", 1, 0.20, 0.25, 0.30, 1.0, 0.0),
+                 summary("fp8-gen:off", 1, 0.20, 0.55, 0.60, 1.3, 0.03),
+                 summary("fp8-gen:off", 0, 0.10, 0.40, 0.45, 1.1, 0.01)]
+    path = os.path.join(tmp, "summaries.json")
+    with open(path, "w") as f:
+        json.dump(summaries, f)
+    out = os.path.join(tmp, "report")
+    p = run(["compare", "--from", path, "--out", out])
+    table = open(os.path.join(out, "compare.md")).read()
+    check(p.stdout.startswith(table), "the report is printed and written")
+    accuracy = {row[0]: row for row in table_rows(table, "| run | seeds")}
+    # bf16: finals 0.30 and 0.25. The median of two is their mean; the bootstrap median of two values is one
+    # of them (probability 1/4 each) or their mean (1/2), so the 2.5% and 97.5% quantiles are the two values.
+    # The sample std is |0.30 - 0.25| / sqrt(2) = 0.035. Seed 0 ends 0.20 above its SFT end (takes off, first
+    # at step 25: 0.25 >= 0.10 + 0.15), seed 1 only 0.05 above.
+    check(accuracy["bf16:truncated"][1:] == ["2", "0.275 [0.250, 0.300]", "0.275 ± 0.035", "0.325 [0.300, 0.350]",
+                                             "1/2", "25", "0.150"], f"bf16 row: {accuracy['bf16:truncated']}")
+    check(accuracy["fp8-gen:off"][1:] == ["2", "0.475 [0.400, 0.550]", "0.475 ± 0.106", "0.525 [0.450, 0.600]",
+                                          "2/2", "25", "0.150"], f"fp8-gen row: {accuracy['fp8-gen:off']}")
+    # Paired by seed (fp8-gen's seeds come in the other order): differences 0.40 - 0.30 = 0.10 and
+    # 0.55 - 0.25 = 0.30. Sign flips: |+-0.1 +- 0.3| is 0.4 for two of the four patterns, so p = 2/4. Power:
+    # mean 0.2, std 0.1414: (1.96 + 0.8416)^2 * 0.02 / 0.04 = 3.92 -> 4 seeds.
+    paired = table_rows(table, "| run vs bf16:truncated")
+    check(paired == [["fp8-gen:off", "2", "+0.200 [0.100, 0.300]", "2 / 0", "0.5", "+0.200 [0.100, 0.300]", "0.5",
+                      "4"]], f"paired row: {paired}")
+    mismatch = {row[0]: row for row in table_rows(table, "| run | token_mult_prob_error")}
+    check(mismatch["fp8-gen:off"][1:] == ["1.200000", "1.200000", "2.00e-02", "0.0150", "0.500", "2.00%"],
+          f"mismatch row: {mismatch['fp8-gen:off']}")
+    check("smallest attainable p is 0.5" in table and "at least 6 seeds" in table, table)
+    # With the baseline named, the comparison turns around.
+    p = run(["compare", "--from", path, "--out", out, "--baseline", "fp8-gen:off"])
+    check(table_rows(p.stdout, "| run vs fp8-gen:off")[0][2] == "-0.200 [-0.300, -0.100]", p.stdout)
+    # --runs picks runs out of the summaries, in its order.
+    p = run(["compare", "--from", path, "--out", out, "--runs", "fp8-gen:off"])
+    check([row[0] for row in table_rows(p.stdout, "| run | seeds")] == ["fp8-gen:off"], p.stdout)
+    p = run(["compare", "--from", path, "--out", out, "--runs", "fp8-gen:off,bf16:truncated"])
+    check([row[0] for row in table_rows(p.stdout, "| run | seeds")] == ["fp8-gen:off", "bf16:truncated"], p.stdout)
+    p = run(["compare", "--from", path, "--out", out, "--runs", "fp8"], expect=2)
+    check("no run fp8:truncated" in p.stderr, p.stderr)
+    # Report-only: training flags are refused, as are a duplicated seed and a damaged file.
+    p = run(["compare", "--from", path, "--steps", "3"], expect=2)
+    check("--steps applies only to training" in p.stderr, p.stderr)
+    with open(path, "w") as f:
+        json.dump(summaries + [summaries[0]], f)
+    p = run(["compare", "--from", path, "--out", out], expect=2)
+    check("has seed 0 twice" in p.stderr, p.stderr)
+    with open(path, "w") as f:
+        f.write('[{"seed": 0}]')
+    p = run(["compare", "--from", path, "--out", out], expect=1)
+    check("item 1" in p.stderr and '"run"' in p.stderr, p.stderr)
 
 
 # Llama-3.2-1B's shape (its HF config.json): every dimension a multiple of 128,
@@ -482,7 +589,7 @@ def main():
         sys.exit(__doc__)
     FP8RL = os.path.abspath(sys.argv[1])
     cases = {"train": case_train, "resume": case_resume, "errors": case_errors, "commands": case_commands,
-             "compare": case_compare, "minibatches": case_minibatches, "plan": case_plan, "moe": case_moe,
+             "compare": case_compare, "compare_statistics": case_compare_statistics, "minibatches": case_minibatches, "plan": case_plan, "moe": case_moe,
              "text_train": case_text_train, "text_generate": case_text_generate, "text_eval": case_text_eval,
              "text_errors": case_text_errors}
     names = list(cases) if sys.argv[2] == "all" else [sys.argv[2]]

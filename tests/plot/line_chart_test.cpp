@@ -176,3 +176,40 @@ TEST_CASE("line chart: series past the eighth reuse the palette") {
     for (size_t j = i + 1; j < 8; ++j) CHECK(series_color(i) != series_color(j));
   }
 }
+
+TEST_CASE("line chart: faint series are pale and out of the legend; point series are dots without lines") {
+  TempDir dir;
+  Series faint{"", {0, 1}, {0.25, 0.25}, SeriesStyle::faint, 1};
+  Series mean{"mean", {0, 1}, {0.75, 0.75}, SeriesStyle::line, 1};
+  Series dots{"dots", {0.2, 0.8}, {0.5, 0.5}, SeriesStyle::points, 2};
+  const LineChart chart{"styles", "x", "y", {faint, mean, dots}};
+  const DecodedImage image = render(dir, {chart});
+  const ChartLayout layout = layout_chart(chart, 640, 420);
+  const Rgb orange = series_color(1), green = series_color(2);
+
+  // The faint line: a blend of white and a 35% tint of orange, never orange itself.
+  const int faint_y = static_cast<int>(std::lround(layout.to_py(0.25)));
+  const int mid_x = static_cast<int>(std::lround(layout.to_px(0.5)));
+  const Rgb pale = image.at(mid_x, faint_y);
+  CHECK(pale != kWhite);
+  CHECK(pale.r == 255);  // orange's red is 255: white and any tint of it keep it
+  const double share_g = (255.0 - pale.g) / (255 - orange.g), share_b = (255.0 - pale.b) / (255 - orange.b);
+  CHECK(share_g == doctest::Approx(share_b).epsilon(0.1));
+  CHECK(share_g <= 0.36);  // at most the 35% tint (antialiased edges are paler still)
+  CHECK(share_g >= 0.1);
+  CHECK(pixels_of(image, orange, {layout.plot.x0, faint_y - 3, layout.plot.x1, faint_y + 4}).empty());
+  // The mean's line is orange, as is its legend swatch, the first entry (the faint series has none).
+  CHECK(pixels_of(image, orange, plot_rect(layout, 0)).size() > 300);
+  CHECK(layout.legend[1].x == layout.plot.x0);
+  CHECK(layout.legend[2].x > layout.legend[1].x);
+  const Rect legend_row{0, layout.plot.y1 + 10, 640, 420};
+  CHECK(pixels_of(image, orange, legend_row).size() >= 18);
+  CHECK(pixels_of(image, green, legend_row).size() >= 18);
+  // The points: a green dot at each, nothing green between them.
+  for (double x : {0.2, 0.8}) {
+    const int px = static_cast<int>(std::lround(layout.to_px(x))), py = static_cast<int>(std::lround(layout.to_py(0.5)));
+    CHECK(!pixels_of(image, green, {px - 2, py - 2, px + 3, py + 3}).empty());
+  }
+  const int py = static_cast<int>(std::lround(layout.to_py(0.5)));
+  CHECK(pixels_of(image, green, {mid_x - 20, py - 5, mid_x + 20, py + 5}).empty());
+}

@@ -50,6 +50,23 @@ void ArgParser::parse(const std::vector<std::string>& args) {
   }
 }
 
+std::vector<std::pair<std::string, std::string>> ArgParser::effective_values() const {
+  std::vector<std::pair<std::string, std::string>> result;
+  for (const std::string& name : order_) {
+    const Spec& s = spec(name);
+    std::string value;
+    if (s.is_flag) {
+      value = is_set(name) ? "1" : "0";
+    } else if (!given(name)) {
+      value = s.fallback;
+    } else {
+      for (const std::string& v : all(name)) value += (value.empty() ? "" : ",") + v;
+    }
+    result.emplace_back(name, value);
+  }
+  return result;
+}
+
 const ArgParser::Spec& ArgParser::spec(const std::string& name) const {
   const auto it = specs_.find(name);
   // Asking for an undeclared option is a bug in this program, not the user's.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fp8rl_cli {
@@ -33,6 +34,10 @@ class ArgParser {
   std::string choice(const std::string& name, const std::vector<std::string>& choices) const;
   // A required option: UsageError if it was not given.
   std::string required(const std::string& name) const;
+
+  // Every option's value in declaration order: the given one (every value of
+  // a repeated option, joined by ','), else its default; "1" or "0" for a flag.
+  std::vector<std::pair<std::string, std::string>> effective_values() const;
 
   std::string usage() const;
 

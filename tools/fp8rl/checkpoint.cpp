@@ -16,6 +16,7 @@ RunPaths::RunPaths(const std::string& out_dir)
     : metrics((fs::path(out_dir) / "metrics.jsonl").string()),
       state((fs::path(out_dir) / "checkpoints" / "state.safetensors").string()),
       progress((fs::path(out_dir) / "checkpoints" / "progress.json").string()),
+      stale_scales((fs::path(out_dir) / "checkpoints" / "stale_scales.json").string()),
       summary((fs::path(out_dir) / "summary.json").string()),
       model((fs::path(out_dir) / "model").string()) {}
 

@@ -13,6 +13,7 @@ struct RunPaths {
   std::string metrics;   // out/metrics.jsonl
   std::string state;     // out/checkpoints/state.safetensors
   std::string progress;  // out/checkpoints/progress.json
+  std::string stale_scales;  // out/checkpoints/stale_scales.json (--stale-scales)
   std::string summary;   // out/summary.json
   std::string model;     // out/model: the final policy as an HF folder (F32)
 };

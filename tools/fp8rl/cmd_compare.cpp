@@ -1,171 +1,178 @@
-// `fp8rl compare`: the same training run under several recipes (and
-// importance-sampling modes) and seeds; writes a table of final validation
-// accuracy (mean and spread over seeds), mismatch and speed, and a PNG of the
-// accuracy and mismatch curves, each curve the mean over seeds.
+// `fp8rl compare`: the same training run under several run specs (recipe,
+// importance sampling, stale scales, routing replay) and seeds, or a report
+// rebuilt from the summaries.json an earlier comparison wrote (--from). It
+// prints and writes the statistics over seeds (compare.md) and plots
+// (compare.png, dose.png). Finished runs whose configuration is unchanged are
+// reused, so an interrupted comparison continues where it stopped and a
+// comparison can grow by more seeds or runs.
 #include <algorithm>
-#include <cmath>
+#include <atomic>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
-#include <map>
+#include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "checkpoint.h"
 #include "cli_error.h"
 #include "commands.h"
-#include "model_setup.h"
+#include "compare_report.h"
+#include "compare_spec.h"
+#include "json_value.h"
 #include "progress.h"
 #include "summary.h"
-#include "tools/plot/line_chart.h"
 #include "training.h"
 
 namespace fp8rl_cli {
 namespace {
 
-// One variant of the run: "recipe", "recipe:importance", either with
-// ":replay" appended (routing replay, for Mixture-of-Experts policies).
-struct Variant {
-  std::string name, recipe, importance;
-  bool replay = false;
+namespace fs = std::filesystem;
+
+// One training run of the comparison and where it keeps its files.
+struct Job {
+  TrainConfig config;
+  std::string key;       // what makes a finished run reusable: every flag that shapes its result
+  std::string summary;   // summary_json, once done or reused
 };
 
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  for (std::string part; std::getline(stream, part, separator);)
-    if (!part.empty()) parts.push_back(part);
-  return parts;
+// The options that do not change a run's result (thread counts do not: every
+// reduction runs in a fixed order) or that the job sets itself.
+const std::set<std::string>& options_outside_key() {
+  static const std::set<std::string> names = {"runs",   "seeds",       "out",        "threads",  "quiet",
+                                              "jobs",   "from",        "takeoff-gain", "baseline", "save-every",
+                                              "resume", "recipe",      "importance", "stale-scales",
+                                              "routing-replay", "seed"};
+  return names;
 }
 
-std::vector<Variant> parse_variants(const std::string& text, const std::string& default_importance) {
-  std::vector<Variant> variants;
-  for (const std::string& item : split(text, ',')) {
-    std::vector<std::string> parts = split(item, ':');
-    const bool replay = !parts.empty() && parts.back() == "replay";
-    if (replay) parts.pop_back();
-    if (parts.empty() || parts.size() > 2)
-      throw UsageError("--runs: '" + item + "' is not RECIPE[:IMPORTANCE][:replay]");
-    const std::vector<std::string>& recipes = recipe_names();
-    if (std::find(recipes.begin(), recipes.end(), parts[0]) == recipes.end())
-      throw UsageError("--runs: unknown recipe '" + parts[0] + "'");
-    const std::string importance = parts.size() == 2 ? parts[1] : default_importance;
-    static const std::vector<std::string> modes = {"off", "plain", "truncated", "masked", "sequence-masked"};
-    if (std::find(modes.begin(), modes.end(), importance) == modes.end())
-      throw UsageError("--runs: unknown importance mode '" + importance + "'");
-    const std::string name = parts[0] + ":" + importance + (replay ? ":replay" : "");
-    variants.push_back({parts.size() == 2 ? item : name, parts[0], importance, replay});
-  }
-  if (variants.empty()) throw UsageError("--runs: give at least one recipe");
-  return variants;
+std::string run_key(const ArgParser& p, const TrainConfig& c) {
+  std::string key = std::string("fp8rl ") + fp8rl_version_string() + "\nrun " + c.run_label() + "\nseed " +
+                    std::to_string(c.seed) + "\n";
+  for (const auto& [name, value] : p.effective_values())
+    if (!options_outside_key().count(name)) key += "--" + name + " " + value + "\n";
+  return key;
 }
 
-std::vector<uint64_t> parse_seeds(const std::string& text) {
-  std::vector<uint64_t> seeds;
-  for (const std::string& item : split(text, ',')) {
-    char* end = nullptr;
-    const unsigned long long value = std::strtoull(item.c_str(), &end, 10);
-    if (end == item.c_str() || *end != '\0') throw UsageError("--seeds: '" + item + "' is not a number");
-    seeds.push_back(value);
-  }
-  if (seeds.empty()) throw UsageError("--seeds: give at least one seed");
-  return seeds;
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
-struct VariantResult {
-  Variant variant;
-  std::vector<RunResult> runs;  // one per seed
-};
+std::string key_path(const TrainConfig& c) { return (fs::path(c.out_dir) / "compare_key.txt").string(); }
 
-double mean(const std::vector<double>& values) {
-  double sum = 0.0;
-  for (double v : values) sum += v;
-  return values.empty() ? NAN : sum / static_cast<double>(values.size());
+// The summary of a finished run with the same key, or "".
+std::string reusable_summary(const Job& job) {
+  if (read_file(key_path(job.config)) != job.key) return "";
+  const std::string path = RunPaths(job.config.out_dir).summary;
+  const std::string text = read_file(path);
+  if (text.empty()) return "";
+  summary_from_json(parse_json(text), path);  // throws on a damaged file rather than reporting it
+  return text;
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return NAN;
-  const size_t middle = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle), values.end());
-  return values[middle];
+void train_job(Job& job, bool quiet) {
+  ProgressBar progress(stderr, quiet);
+  const RunResult result = run_training(job.config, &progress);
+  job.summary = summary_json(job.config, summarize(job.config, result));
+  write_text_file(RunPaths(job.config.out_dir).summary, job.summary);
+  write_text_file(key_path(job.config), job.key);  // last: a run cut short is never reused
 }
 
-double stddev(const std::vector<double>& values) {
-  if (values.size() < 2) return 0.0;
-  const double m = mean(values);
-  double sum = 0.0;
-  for (double v : values) sum += (v - m) * (v - m);
-  return std::sqrt(sum / static_cast<double>(values.size() - 1));
-}
-
-// A curve of the mean over seeds of the values gathered at each step.
-fp8rl::tools::Series mean_by_step(const std::string& label, const std::map<int64_t, std::vector<double>>& by_step) {
-  fp8rl::tools::Series series;
-  series.label = label;
-  for (const auto& [step, values] : by_step) {
-    series.x.push_back(static_cast<double>(step));
-    series.y.push_back(mean(values));
-  }
-  return series;
-}
-
-// A per-GRPO-step quantity of the metrics.
-fp8rl::tools::Series step_curve(const VariantResult& r, double StepRecord::*field) {
-  std::map<int64_t, std::vector<double>> by_step;
-  for (const RunResult& run : r.runs)
-    for (const StepRecord& s : run.steps)
-      if (s.phase == "grpo") by_step[s.step].push_back(s.*field);
-  return mean_by_step(r.variant.name, by_step);
-}
-
-// Validation accuracy; step 0 is the end of SFT.
-fp8rl::tools::Series accuracy_curve(const VariantResult& r) {
-  std::map<int64_t, std::vector<double>> by_step;
-  for (const RunResult& run : r.runs)
-    for (const auto& [step, accuracy] : run.val_curve) by_step[step].push_back(accuracy);
-  return mean_by_step(r.variant.name, by_step);
-}
-
-// Mixture-of-Experts runs add a routing_agreement column (mean over seeds of
-// each run's mean over GRPO steps).
-bool measured_routing(const std::vector<VariantResult>& results) {
-  for (const VariantResult& r : results)
-    for (const RunResult& run : r.runs)
-      if (!std::isnan(summarize(run).mean_routing_agreement)) return true;
-  return false;
-}
-
-std::string table(const std::vector<VariantResult>& results, size_t seeds) {
-  const bool routing = measured_routing(results);
-  std::ostringstream out;
-  out << "| run | final val acc (mean ± std over " << seeds << " seeds) | SFT-end val acc | token_mult_prob_error"
-      << " (mean) | token_mult_prob_error (median step) | gen_kl_error | s/step |" << (routing ? " routing_agreement |" : "")
-      << "\n|---|---|---|---|---|---|---|" << (routing ? "---|" : "") << "\n";
-  char line[512];
-  for (const VariantResult& r : results) {
-    std::vector<double> finals, starts, mult, kl, seconds, step_mult, agreement;
-    for (const RunResult& run : r.runs) {
-      for (const StepRecord& step : run.steps)
-        if (step.phase == "grpo") step_mult.push_back(step.token_mult_prob_error);
-      const Summary s = summarize(run);
-      finals.push_back(s.final_val_acc);
-      starts.push_back(s.sft_end_val_acc);
-      mult.push_back(s.mean_token_mult_prob_error);
-      kl.push_back(s.mean_gen_kl_error);
-      seconds.push_back(s.seconds_per_step);
-      agreement.push_back(s.mean_routing_agreement);
+// Runs the jobs, `parallel` at a time; the first failure stops new ones and is rethrown.
+void train_jobs(std::vector<Job*>& jobs, int parallel, bool quiet) {
+  std::atomic<size_t> next{0};
+  std::mutex mutex;
+  std::exception_ptr failure;
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (failure) return;
+        std::fprintf(stderr, "fp8rl compare: %s, seed %llu (%zu of %zu to train)\n",
+                     jobs[i]->config.run_label().c_str(), static_cast<unsigned long long>(jobs[i]->config.seed),
+                     i + 1, jobs.size());
+      }
+      try {
+        train_job(*jobs[i], quiet || parallel > 1);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!failure) failure = std::current_exception();
+        return;
+      }
     }
-    std::snprintf(line, sizeof line, "| %s | %.3f ± %.3f | %.3f | %.6f | %.6f | %.2e | %.2f |",
-                  r.variant.name.c_str(), mean(finals), stddev(finals), mean(starts), mean(mult), median(step_mult),
-                  mean(kl), mean(seconds));
-    out << line;
-    if (routing) {
-      std::snprintf(line, sizeof line, " %.6f |", mean(agreement));
-      out << line;
+  };
+  std::vector<std::thread> workers;
+  for (int w = 0; w < std::min<int>(parallel, static_cast<int>(jobs.size())); ++w) workers.emplace_back(worker);
+  for (std::thread& t : workers) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// Trains (or reuses) every run and writes OUT/summaries.json; returns the summaries.
+std::vector<Summary> train_all(const ArgParser& p, const std::string& out) {
+  TrainConfig base = train_config_from(p);
+  if (base.resume) throw UsageError("compare does not take --resume (finished runs are reused by themselves)");
+  const int parallel = static_cast<int>(p.integer("jobs", 1, 256));
+  if (parallel > 1 && base.threads == 0)
+    base.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / parallel);
+  std::vector<Job> jobs;
+  for (const RunSpec& spec : parse_run_specs(p.text("runs"), base.importance)) {
+    for (uint64_t seed : parse_seeds(p.text("seeds"))) {
+      Job job{configure_run(base, spec, seed), "", ""};
+      std::string folder = job.config.run_label();
+      std::replace(folder.begin(), folder.end(), ':', '-');
+      job.config.out_dir = (fs::path(out) / (folder + "-seed" + std::to_string(seed))).string();
+      job.key = run_key(p, job.config);
+      jobs.push_back(job);
     }
-    out << "\n";
   }
-  return out.str();
+  fs::create_directories(out);
+  std::vector<Job*> to_train;
+  for (Job& job : jobs) {
+    job.summary = reusable_summary(job);
+    if (job.summary.empty()) to_train.push_back(&job);
+  }
+  if (to_train.size() < jobs.size())
+    std::fprintf(stderr, "fp8rl compare: reusing %zu finished runs of %zu\n", jobs.size() - to_train.size(),
+                 jobs.size());
+  train_jobs(to_train, parallel, p.is_set("quiet"));
+
+  std::vector<std::string> objects;
+  std::vector<Summary> summaries;
+  for (const Job& job : jobs) {
+    objects.push_back(job.summary);
+    summaries.push_back(summary_from_json(parse_json(job.summary), RunPaths(job.config.out_dir).summary));
+  }
+  write_summaries((fs::path(out) / "summaries.json").string(), objects);
+  return summaries;
+}
+
+// --from: only --out, --runs and the report's own options go with it.
+void check_report_only(const ArgParser& p) {
+  static const std::set<std::string> allowed = {"from", "out", "runs", "takeoff-gain", "baseline", "quiet"};
+  for (const auto& [name, value] : p.effective_values())
+    if (p.given(name) && !allowed.count(name))
+      throw UsageError("--from reports finished runs; --" + name + " applies only to training them");
+}
+
+// --from with --runs: those runs' summaries, in the order --runs names them.
+std::vector<Summary> select_runs(const std::vector<Summary>& all, const std::string& runs) {
+  std::vector<Summary> selected;
+  for (const RunSpec& spec : parse_run_specs(runs, TrainConfig{}.importance)) {
+    const std::string label = configure_run(TrainConfig{}, spec, 0).run_label();
+    const size_t before = selected.size();
+    for (const Summary& s : all)
+      if (s.run == label) selected.push_back(s);
+    if (selected.size() == before) throw UsageError("--runs: the summaries hold no run " + label);
+  }
+  return selected;
 }
 
 }  // namespace
@@ -173,53 +180,39 @@ std::string table(const std::vector<VariantResult>& results, size_t seeds) {
 void declare_compare(ArgParser& p) {
   declare_train(p);
   p.option("runs", "bf16,fp8,fp8-kv,fp8-gen:truncated,fp8-gen:off",
-           "comma-separated RECIPE[:IMPORTANCE][:replay] (importance defaults to --importance; replay: MoE routing "
-           "replay)");
-  p.option("seeds", "0,1,2", "comma-separated seeds");
+           "comma-separated RECIPE[:IMPORTANCE][:stale][:replay] (importance defaults to --importance; stale: the "
+           "FP8 generator keeps its first attention scales; replay: MoE routing replay)");
+  p.option("seeds", "0-7", "comma-separated seeds or ranges A-B");
+  p.option("jobs", "1", "runs trained at once (--threads 0 then shares the cores among them)");
+  p.option("from", "", "report from a summaries.json an earlier compare wrote, without training (--runs: a subset)");
+  p.option("takeoff-gain", "0.15", "a seed takes off when its final val accuracy is this far above the SFT end");
+  p.option("baseline", "", "the run that paired comparisons are against (default: the first)");
 }
 
 int run_compare(const ArgParser& p) {
-  const TrainConfig base = train_config_from(p);
-  if (base.out_dir.empty()) throw UsageError("compare needs --out DIR");
-  if (base.resume) throw UsageError("compare does not take --resume");
-  const std::vector<Variant> variants = parse_variants(p.text("runs"), base.importance);
-  const std::vector<uint64_t> seeds = parse_seeds(p.text("seeds"));
-  std::filesystem::create_directories(base.out_dir);
-  std::vector<VariantResult> results;
-  for (const Variant& variant : variants) {
-    VariantResult result{variant, {}};
-    for (uint64_t seed : seeds) {
-      TrainConfig config = base;
-      config.recipe = variant.recipe;
-      config.importance = variant.importance;
-      config.routing_replay = variant.replay || base.routing_replay;
-      config.seed = seed;
-      std::string folder = variant.name;
-      std::replace(folder.begin(), folder.end(), ':', '-');
-      config.out_dir = (std::filesystem::path(base.out_dir) / (folder + "-seed" + std::to_string(seed))).string();
-      std::fprintf(stderr, "fp8rl compare: %s, seed %llu\n", variant.name.c_str(),
-                   static_cast<unsigned long long>(seed));
-      ProgressBar progress(stderr, p.is_set("quiet"));
-      result.runs.push_back(run_training(config, &progress));
-    }
-    results.push_back(std::move(result));
+  ReportOptions options;
+  options.takeoff_gain = p.real("takeoff-gain", 0, 1);
+  options.baseline = p.text("baseline");
+  const std::string from = p.text("from");
+  std::string out = p.text("out");
+  std::vector<Summary> summaries;
+  if (!from.empty()) {
+    check_report_only(p);
+    if (out.empty()) out = fs::path(from).parent_path().string();
+    if (out.empty()) out = ".";
+    summaries = read_summaries(from);
+    if (p.given("runs")) summaries = select_runs(summaries, p.text("runs"));
+    fs::create_directories(out);
+  } else {
+    if (out.empty()) throw UsageError("compare needs --out DIR (or --from FILE to report earlier runs)");
+    summaries = train_all(p, out);
   }
-
-  const std::string markdown = table(results, seeds.size());
-  write_text_file((std::filesystem::path(base.out_dir) / "compare.md").string(), markdown);
-  std::vector<fp8rl::tools::LineChart> charts(3);
-  charts[0] = {"validation accuracy (mean over seeds)", "GRPO step", "accuracy", {}};
-  charts[1] = {"token_mult_prob_error", "GRPO step", "mean exp|logp_old - logp_gen|", {}};
-  charts[2] = {"gen_kl_error", "GRPO step", "mean k3 KL(gen || train)", {}};
-  for (const VariantResult& r : results) {
-    charts[0].series.push_back(accuracy_curve(r));
-    charts[1].series.push_back(step_curve(r, &StepRecord::token_mult_prob_error));
-    charts[2].series.push_back(step_curve(r, &StepRecord::gen_kl_error));
-  }
-  const std::string png = (std::filesystem::path(base.out_dir) / "compare.png").string();
-  fp8rl::tools::write_line_charts_png(png, charts, 560, 420);
+  const std::vector<RunGroup> groups = group_by_run(summaries);
+  const std::string markdown = report_markdown(groups, options);
+  write_text_file((fs::path(out) / "compare.md").string(), markdown);
+  write_report_charts(out, groups);
   std::fputs(markdown.c_str(), stdout);
-  std::printf("\nwrote %s/compare.md and %s\n", base.out_dir.c_str(), png.c_str());
+  std::printf("\nwrote %s/compare.md, compare.png and dose.png\n", out.c_str());
   return 0;
 }
 

@@ -17,7 +17,7 @@ namespace fp8rl_cli {
 void declare_info(ArgParser& p) {
   p.option("model", "", "tiny|moe-tiny (built-in, from the model flags; default tiny) or an HF folder");
   declare_model_flags(p);
-  p.option("recipe", "bf16", recipe_choices() + " (fp8-gen shows the generator's recipe; *-head: FP8 LM head)");
+  p.option("recipe", "bf16", recipe_choices() + " (fp8-gen*: shows the generator's recipe; *-head: FP8 LM head)");
   p.flag("trainer", "also create a trainer and report its memory");
   p.flag("plan", "plan each training rank's memory from the model flags instead (builds nothing)");
   p.option("ranks", "1", "--plan: data-parallel ranks");
@@ -136,11 +136,11 @@ int run_plan(const ArgParser& p, const std::string& recipe_name) {
   const int64_t vocab = p.given("vocab") ? p.integer("vocab", 1, int64_t{1} << 24) : Tokenizer().padded_size();
   fp8rl_model_config config = builtin_config(model_shape(p, model), vocab);
   config.tie_word_embeddings = p.is_set("tie-embeddings") ? 1 : 0;
-  // The trained policy's recipe: under fp8-gen that is BF16, and the FP8
-  // generator is a second policy this plan does not include.
+  // The trained policy's recipe: under fp8-gen(-linear) that is BF16, and
+  // the FP8 generator is a second policy this plan does not include.
   const fp8rl_recipe recipe = learner_recipe(recipe_name);
   print_config(config);
-  print_recipe(recipe_name == "fp8-gen" ? "bf16 (the trainer's under fp8-gen)" : recipe_name, recipe);
+  print_recipe(generates_apart(recipe_name) ? "bf16 (the trainer's under " + recipe_name + ")" : recipe_name, recipe);
   print_parameters(config);
   print_plan(config, recipe, static_cast<int32_t>(p.integer("ranks", 1, 1 << 20)),
              p.integer("kv-tokens", 0, int64_t{1} << 40));

@@ -19,9 +19,14 @@ void declare_train(ArgParser& p) {
   const TrainConfig d;
   p.option("task", d.task, "addition|reverse");
   p.option("digits", std::to_string(d.digits), "addition: digits per operand");
+  p.option("min-length", std::to_string(d.min_length), "reverse: shortest string");
   p.option("length", std::to_string(d.length), "reverse: longest string");
   p.option("letters", std::to_string(d.letters), "reverse: alphabet size");
-  p.option("recipe", d.recipe, recipe_choices() + " (fp8-gen: FP8 generator, BF16 learner; *-head: FP8 LM head)");
+  p.option("partial-credit", "0",
+           "built-in tasks: reward the share of answer characters in place, 1 only when exact (0|1); validation "
+           "accuracy is then that mean reward");
+  p.option("recipe", d.recipe, recipe_choices() + " (fp8-gen: FP8 generator with FP8 KV and attention, BF16 learner; fp8-gen-linear: the same with FP8 "
+                                       "linear layers only; *-head: FP8 LM head)");
   p.option("importance", d.importance, "off|plain|truncated|masked|sequence-masked");
   p.option("is-cap", "2", "importance-weight cap (upper bound)");
   p.option("group-size", std::to_string(d.group_size), "completions per prompt");
@@ -50,6 +55,8 @@ void declare_train(ArgParser& p) {
   p.option("temperature", "1", "sampling temperature of rollouts");
   p.option("routing-replay", "0", "MoE: train with the generator's recorded experts (0|1)");
   p.option("router-aux-coef", "0", "MoE: weight of the load-balancing loss");
+  p.option("stale-scales", "0",
+           "FP8 KV cache: generate with the attention scales GRPO began with, never recalibrated (0|1)");
   p.flag("quiet", "no progress lines");
 }
 
@@ -63,7 +70,7 @@ void text_options_from(const ArgParser& p, TrainConfig& c) {
       throw UsageError("--val, --reward, --prompt-template and the field flags apply to text training: give --data");
     return;
   }
-  for (const char* flag : {"task", "digits", "length", "letters"})
+  for (const char* flag : {"task", "digits", "min-length", "length", "letters", "partial-credit"})
     if (p.given(flag)) throw UsageError(std::string("--") + flag + " chooses a built-in task; --data trains on text");
   if (c.init_from.empty())
     throw UsageError("--data needs --init-from: a Hugging Face model folder whose tokenizer.json encodes the text");
@@ -77,7 +84,9 @@ TrainConfig train_config_from(const ArgParser& p) {
   TrainConfig c;
   c.task = p.choice("task", {"addition", "reverse"});
   c.digits = static_cast<int>(p.integer("digits", 1, 9));
-  c.length = static_cast<int>(p.integer("length", 1, 24));
+  c.length = static_cast<int>(p.integer("length", 1, 1000));
+  c.min_length = static_cast<int>(p.integer("min-length", 1, c.length));
+  c.partial_credit = p.integer("partial-credit", 0, 1) != 0;
   c.letters = static_cast<int>(p.integer("letters", 1, 26));
   c.recipe = p.choice("recipe", recipe_names());
   c.importance = p.choice("importance", {"off", "plain", "truncated", "masked", "sequence-masked"});
@@ -105,6 +114,7 @@ TrainConfig train_config_from(const ArgParser& p) {
   c.temperature = p.real("temperature", 1e-3, 100);
   c.routing_replay = p.integer("routing-replay", 0, 1) != 0;
   c.router_aux_coef = p.real("router-aux-coef", 0, 1e6);
+  c.stale_scales = p.integer("stale-scales", 0, 1) != 0;
   text_options_from(p, c);
   return c;
 }
@@ -121,9 +131,9 @@ int run_train(const ArgParser& p) {
   ProgressBar progress(stderr, p.is_set("quiet"));
   const RunResult result = run_training(config, leader ? &progress : nullptr);
   if (!leader) return 0;
-  const Summary summary = summarize(result);
+  const Summary summary = summarize(config, result);
   std::fputs(summary_text(config, summary).c_str(), stdout);
-  if (!config.out_dir.empty()) write_text_file(RunPaths(config.out_dir).summary, summary_json(config, result, summary));
+  if (!config.out_dir.empty()) write_text_file(RunPaths(config.out_dir).summary, summary_json(config, summary));
   return 0;
 }
 

@@ -16,7 +16,8 @@ bool ends_with_head(const std::string& name) {
 }  // namespace
 
 const std::vector<std::string>& recipe_names() {
-  static const std::vector<std::string> names{"bf16", "fp8", "fp8-kv", "fp8-gen", "fp8-head", "fp8-kv-head"};
+  static const std::vector<std::string> names{"bf16",     "fp8",         "fp8-kv", "fp8-gen", "fp8-gen-linear",
+                                              "fp8-head", "fp8-kv-head"};
   return names;
 }
 
@@ -39,8 +40,10 @@ fp8rl_recipe generator_recipe(const std::string& name) {
   return recipe;
 }
 
+bool generates_apart(const std::string& name) { return name == "fp8-gen" || name == "fp8-gen-linear"; }
+
 fp8rl_recipe learner_recipe(const std::string& name) {
-  return name == "fp8-gen" ? generator_recipe("bf16") : generator_recipe(name);
+  return generates_apart(name) ? generator_recipe("bf16") : generator_recipe(name);
 }
 
 fp8rl_model_config builtin_config(const ModelShape& shape, int64_t vocab_size) {

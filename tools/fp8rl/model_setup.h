@@ -13,14 +13,19 @@
 
 namespace fp8rl_cli {
 
-// bf16 fp8 fp8-kv fp8-gen, and fp8-head / fp8-kv-head: fp8 / fp8-kv with an FP8 LM head.
+// bf16 fp8 fp8-kv; fp8-gen and fp8-gen-linear (see generates_apart); and
+// fp8-head / fp8-kv-head: fp8 / fp8-kv with an FP8 LM head.
 const std::vector<std::string>& recipe_names();
 // "bf16|fp8|..." for help texts.
 std::string recipe_choices();
 
-// The recipe a policy that *generates* runs under `name` (fp8-gen: FP8 linear, KV cache and attention).
+// Whether `name` generates with another policy than it trains: an FP8 copy
+// (fp8-gen: FP8 linear, KV cache and attention; fp8-gen-linear: FP8 linear
+// only) samples, a BF16 policy learns, as two engines would.
+bool generates_apart(const std::string& name);
+// The recipe a policy that *generates* runs under `name`.
 fp8rl_recipe generator_recipe(const std::string& name);
-// The recipe the *trained* policy runs under `name` (fp8-gen: BF16).
+// The recipe the *trained* policy runs under `name` (BF16 for generates_apart).
 fp8rl_recipe learner_recipe(const std::string& name);
 
 // The built-in model over the task tokenizer's vocabulary: a Llama, or a Qwen3-MoE when shape.experts > 0.

@@ -21,14 +21,17 @@ class Task {
   virtual ~Task() = default;
   virtual std::string name() const = 0;
   virtual Problem sample(Rng& rng) const = 0;
-  // The longest answer in characters (bounds max_new_tokens).
+  // The longest prompt and answer in characters (they bound the sequence and max_new_tokens).
+  virtual int max_prompt_chars() const = 0;
   virtual int max_answer_chars() const = 0;
 };
 
 // "a+b=" -> "a+b" in decimal, operands of 1..digits digits (uniform in [0, 10^digits)).
 std::unique_ptr<Task> make_addition_task(int digits);
-// "abc|" -> "cba", strings of 1..length letters from the first `letters` of the alphabet.
-std::unique_ptr<Task> make_reverse_task(int length, int letters);
+// "abc|" -> "cba", strings of min_length..length letters (uniform) from the
+// first `letters` of the alphabet. Long strings make long completions, over
+// which the per-token mismatch of FP8 generation and BF16 training adds up.
+std::unique_ptr<Task> make_reverse_task(int min_length, int length, int letters);
 
 }  // namespace fp8rl_cli
 

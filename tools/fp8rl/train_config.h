@@ -32,8 +32,10 @@ struct ModelShape {
 struct TrainConfig {
   std::string task = "addition";         // addition | reverse
   int digits = 2;                        // addition: operand digits
+  int min_length = 1;                    // reverse: shortest string
   int length = 5;                        // reverse: longest string
   int letters = 5;                       // reverse: alphabet size
+  bool partial_credit = false;           // built-in tasks: reward the share of answer tokens in place
   std::string recipe = "fp8-gen";        // bf16 | fp8 | fp8-kv | fp8-gen
   std::string importance = "truncated";  // off | plain | truncated | masked | sequence-masked
   double is_cap = 2.0;
@@ -61,6 +63,10 @@ struct TrainConfig {
   // (routing replay), and the load-balancing loss's weight.
   bool routing_replay = false;
   double router_aux_coef = 0.0;
+  // FP8 attention: the sampling policy keeps the attention (Q/K/V) scales it
+  // had when GRPO began instead of taking each step's recalibrated ones: the
+  // stale scales of an engine that never recalibrates.
+  bool stale_scales = false;
   // Text training: a JSONL dataset under the init_from folder's own
   // tokenizer, scored by a text reward. text.train empty: the built-in task
   // above. (text.folder and text.val_size are set from init_from and val_size.)
@@ -68,6 +74,10 @@ struct TrainConfig {
 
   // What the run trains on, for people: "addition", "text train.jsonl".
   std::string task_label() const { return text.train.empty() ? task : "text " + text.train; }
+  // What `fp8rl compare` calls the run: "recipe:importance[:stale][:replay]".
+  std::string run_label() const {
+    return recipe + ":" + importance + (stale_scales ? ":stale" : "") + (routing_replay ? ":replay" : "");
+  }
 };
 
 // One SFT step or GRPO iteration (--minibatches optimizer steps), as metrics.jsonl records it.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_scales.h"
 #include "batches.h"
 #include "checkpoint.h"
 #include "cli_error.h"
@@ -53,7 +54,8 @@ struct Run {
   int64_t micro_batch_tokens = 0;
   Context context;
   Policy learner;    // the trained policy
-  Policy generator;  // fp8-gen only: an FP8 copy that generates
+  Policy generator;  // generates_apart recipes only: an FP8 copy that generates
+  AttentionScaleSet stale_scales;  // --stale-scales: the generator's scales when GRPO began
   const Policy& sampler() const { return generator.get() != nullptr ? generator : learner; }
   void say(const std::string& text) const {
     if (sink != nullptr) sink->on_message(text);
@@ -81,7 +83,7 @@ void build_policies(Run& run) {
     run.source->check_vocabulary(config, c.init_from);
   }
   set_recipe(run.learner, learner_recipe(c.recipe));
-  if (c.recipe == "fp8-gen") {
+  if (generates_apart(c.recipe)) {
     run.generator = create_random_policy(run.context, config, c.seed);
     set_recipe(run.generator, generator_recipe(c.recipe));
     check(fp8rl_policy_copy_weights(run.generator.get(), run.learner.get()), "fp8rl_policy_copy_weights");
@@ -94,10 +96,27 @@ void gather_weights(fp8rl_trainer* trainer) {
   check(fp8rl_trainer_gather_weights(trainer), "fp8rl_trainer_gather_weights");
 }
 
+// Copying the weights also copies the learner's freshly calibrated
+// attention scales; a stale generator puts its old ones back.
 void sync_generator(const Run& run, fp8rl_trainer* trainer) {
   if (run.generator.get() == nullptr) return;
   gather_weights(trainer);
   check(fp8rl_policy_copy_weights(run.generator.get(), run.learner.get()), "fp8rl_policy_copy_weights");
+  if (!run.stale_scales.q.empty()) set_attention_scales(run.generator, run.stale_scales);
+}
+
+// --stale-scales: the scales the generator holds when GRPO begins, kept in
+// the run folder so that a resumed run generates with the same ones.
+void freeze_scales(Run& run, int64_t done) {
+  if (!run.config.stale_scales) return;
+  const std::string path = run.config.out_dir.empty() ? "" : RunPaths(run.config.out_dir).stale_scales;
+  if (done > 0) {
+    run.stale_scales = read_attention_scales(path);
+  } else {
+    run.stale_scales = get_attention_scales(run.generator);
+    if (!path.empty()) write_attention_scales(path, run.stale_scales);
+  }
+  set_attention_scales(run.generator, run.stale_scales);
 }
 
 fp8rl_trainer_options base_options(const Run& run) {
@@ -247,6 +266,9 @@ void validate_config(const TrainConfig& c) {
   if (c.prompts_per_step < ranks || (c.sft_steps > 0 && c.sft_batch < ranks))
     throw UsageError("--prompts-per-step and --sft-batch must be at least the number of ranks (" +
                      std::to_string(ranks) + "): each rank trains on whole groups of its own");
+  if (c.stale_scales && !(generates_apart(c.recipe) && generator_recipe(c.recipe).kv_cache == FP8RL_PRECISION_FP8))
+    throw UsageError("--stale-scales needs a separate generator with an FP8 KV cache (--recipe fp8-gen), whose "
+                     "attention scales can go stale; '" + c.recipe + "' has none");
   const int fewest_completions = c.prompts_per_step / ranks * c.group_size;  // on the rank with the fewest prompts
   if (c.minibatches > fewest_completions)
     throw UsageError("--minibatches must be at most the completions per step of each rank (" +
@@ -268,7 +290,7 @@ void run_sft(const Run& run, RunResult& result, MetricsLog& log) {
   gather_weights(trainer.get());  // the GRPO trainer starts from the whole weights
 }
 
-void run_grpo(const Run& run, RunResult& result, MetricsLog& log, int64_t done) {
+void run_grpo(Run& run, RunResult& result, MetricsLog& log, int64_t done) {
   const TrainConfig& c = run.config;
   if (run.sink != nullptr) run.sink->on_phase("grpo", c.steps);
   Trainer trainer(run.learner.get(), grpo_options(run));
@@ -277,6 +299,7 @@ void run_grpo(const Run& run, RunResult& result, MetricsLog& log, int64_t done) 
     check(fp8rl_trainer_load_state(trainer.get(), RunPaths(c.out_dir).state.c_str()), "fp8rl_trainer_load_state");
     sync_generator(run, trainer.get());
   }
+  freeze_scales(run, done);
   for (int64_t step = done + 1; step <= c.steps; ++step) {
     StepRecord record = grpo_step(run, trainer.get(), step);
     if (step % c.eval_every == 0 || step == c.steps) {
@@ -304,6 +327,12 @@ RunResult run_training(const TrainConfig& config, ProgressSink* sink) {
   run.micro_batch_tokens =
       std::max<int64_t>(2048, longest * std::max(config.sft_batch, config.prompts_per_step * config.group_size));
   build_policies(run);
+  const int64_t positions = policy_config(run.learner).max_position_embeddings;
+  if (longest > positions)
+    throw UsageError("a sequence (BOS, prompt and up to " + std::to_string(run.max_new_tokens) +
+                     " new tokens) can take " + std::to_string(longest) + " positions, but the model has " +
+                     std::to_string(positions) + ": give --max-positions " + std::to_string(longest) +
+                     " or more (built-in model) or fewer --max-new-tokens");
 
   RunResult result;
   Progress progress;

@@ -75,9 +75,14 @@ ChartLayout layout_chart(const LineChart& chart, int width, int height) {
   layout.plot.x1 = width - kPad - std::max(kPad, text_width(layout.x_tick_labels.back(), 1) / 2);
 
   // The legend flows left to right from the plot's left edge, wrapping into rows.
-  int rows = chart.series.empty() ? 0 : 1, cursor = layout.plot.x0;
+  const bool any_entry = std::any_of(chart.series.begin(), chart.series.end(), in_legend);
+  int rows = any_entry ? 1 : 0, cursor = layout.plot.x0;
   std::vector<Point> entries;  // row-relative: x, row index
   for (const Series& series : chart.series) {
+    if (!in_legend(series)) {
+      entries.push_back({0, 0});
+      continue;
+    }
     const int entry = kLegendSwatch + kLegendGap + text_width(series.label, 1);
     if (cursor > layout.plot.x0 && cursor + entry > width - kPad) {
       ++rows;

@@ -36,13 +36,16 @@ struct ChartLayout {
   int x_tick_label_y = 0;                                 // top of the x tick labels
   int x_label_y = 0;                                      // top of the x-axis label (centered under the plot)
   int y_label_x = 0;                                      // left of the rotated y-axis label (centered beside the plot)
-  std::vector<Point> legend;                              // per series: top-left of its entry (swatch, then label)
+  std::vector<Point> legend;  // per series: top-left of its entry (swatch, then label); unused for faint series
 
   // Data coordinates to pixel centers: lo maps to the plot's first column
   // (last row for y), hi to its last column (first row).
   double to_px(double x) const;
   double to_py(double y) const;
 };
+
+// Whether the series has a legend entry (faint series have none).
+inline bool in_legend(const Series& series) { return series.style != SeriesStyle::faint; }
 
 // The smallest and largest finite x (or y) over all points of chart whose x
 // and y are both finite; false when there is no such point.

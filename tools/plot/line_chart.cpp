@@ -16,6 +16,8 @@ namespace fp8rl::tools {
 namespace {
 
 constexpr double kLineWidth = 2.0;
+constexpr double kFaintLineWidth = 1.0;
+constexpr double kFaintShare = 0.35;  // of the series color over white
 constexpr double kDotWidth = 6.0;  // a series with one point
 constexpr int kMinWidth = 200, kMinHeight = 150, kMaxSide = 8192, kMaxTotalWidth = 32768;
 
@@ -41,14 +43,36 @@ void validate(const std::vector<LineChart>& charts, int width_per_chart, int hei
   }
 }
 
+// A pale tint of color: `share` of it over white.
+Rgb tint(Rgb color, double share) {
+  auto mix = [share](uint8_t c) { return static_cast<uint8_t>(std::lround(255 - share * (255 - c))); };
+  return {mix(color.r), mix(color.g), mix(color.b)};
+}
+
+Rgb color_of(const Series& series, size_t index) {
+  return series_color(series.color >= 0 ? static_cast<size_t>(series.color) : index);
+}
+
+void draw_points(Canvas& canvas, const ChartLayout& layout, const Series& series, Rgb color, int left) {
+  for (size_t i = 0; i < series.x.size(); ++i) {
+    if (!std::isfinite(series.x[i]) || !std::isfinite(series.y[i])) continue;
+    const double px = left + layout.to_px(series.x[i]), py = layout.to_py(series.y[i]);
+    canvas.draw_line(px, py, px, py, color, kDotWidth);
+  }
+}
+
 void draw_series(Canvas& canvas, const ChartLayout& layout, const Series& series, Rgb color, int left) {
+  if (series.style == SeriesStyle::points) return draw_points(canvas, layout, series, color, left);
+  const bool faint = series.style == SeriesStyle::faint;
+  if (faint) color = tint(color, kFaintShare);
+  const double width = faint ? kFaintLineWidth : kLineWidth;
   bool have_previous = false;
   double px0 = 0.0, py0 = 0.0;
   size_t points = 0;
   for (size_t i = 0; i < series.x.size(); ++i) {
     if (!std::isfinite(series.x[i]) || !std::isfinite(series.y[i])) continue;  // skipped: neighbours join
     const double px = left + layout.to_px(series.x[i]), py = layout.to_py(series.y[i]);
-    if (have_previous) canvas.draw_line(px0, py0, px, py, color, kLineWidth);
+    if (have_previous) canvas.draw_line(px0, py0, px, py, color, width);
     px0 = px;
     py0 = py;
     have_previous = true;
@@ -95,7 +119,12 @@ void draw_chart(Canvas& canvas, const LineChart& chart, const ChartLayout& layou
   // room for half a line width on the plot's edges.
   const int margin = static_cast<int>(std::ceil(kDotWidth / 2));
   canvas.set_clip({left + plot.x0 - margin, plot.y0 - margin, left + plot.x1 + margin, plot.y1 + margin});
-  for (size_t i = 0; i < chart.series.size(); ++i) draw_series(canvas, layout, chart.series[i], series_color(i), left);
+  for (bool faint_pass : {true, false}) {
+    for (size_t i = 0; i < chart.series.size(); ++i) {
+      const Series& series = chart.series[i];
+      if ((series.style == SeriesStyle::faint) == faint_pass) draw_series(canvas, layout, series, color_of(series, i), left);
+    }
+  }
   canvas.set_clip({left, 0, left + layout.width, layout.height});
 
   const int plot_center = left + (plot.x0 + plot.x1) / 2;
@@ -106,9 +135,10 @@ void draw_chart(Canvas& canvas, const LineChart& chart, const ChartLayout& layou
             kTextColor, 1, TextDirection::up);
 
   for (size_t i = 0; i < chart.series.size(); ++i) {
+    if (!in_legend(chart.series[i])) continue;
     const Point entry{left + layout.legend[i].x, layout.legend[i].y};
     const int mid = entry.y + 3;  // the label's cap-height middle
-    canvas.fill_rect({entry.x, mid - 1, entry.x + kLegendSwatch, mid + 2}, series_color(i));
+    canvas.fill_rect({entry.x, mid - 1, entry.x + kLegendSwatch, mid + 2}, color_of(chart.series[i], i));
     draw_text(canvas, entry.x + kLegendSwatch + kLegendGap, entry.y, chart.series[i].label, kTextColor);
   }
   canvas.reset_clip();

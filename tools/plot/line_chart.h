@@ -12,11 +12,20 @@
 
 namespace fp8rl::tools {
 
+// How a series is drawn. faint: a thin line in a pale tint of its color and
+// no legend entry (per-seed curves behind their mean); points: a dot per
+// point and no line (a scatter plot).
+enum class SeriesStyle { line, faint, points };
+
 // One polyline. x.size() == y.size(); points where x or y is NaN (or
-// infinite) are skipped: the line joins the neighbouring points.
+// infinite) are skipped: the line joins the neighbouring points. color: a
+// palette index (tools/plot/palette.h), or -1 for the series' own position
+// in the chart, so faint series can share the color of the mean they belong to.
 struct Series {
   std::string label;
   std::vector<double> x, y;
+  SeriesStyle style = SeriesStyle::line;
+  int color = -1;
 };
 
 struct LineChart {
@@ -29,9 +38,10 @@ struct LineChart {
 // with tick marks and numeric tick labels (nicely rounded values), the title,
 // axis labels, a legend under the axis (one colored swatch + label per
 // series), one polyline per series. Series i gets palette color i
-// (tools/plot/palette.h), the same in every chart; 8 distinct colors, then
-// they repeat. A series with a single point is drawn as a dot; a constant
-// series as a horizontal line mid-axis.
+// (tools/plot/palette.h), the same in every chart, unless it names its own;
+// 8 distinct colors, then they repeat. A series with a single point is drawn
+// as a dot; a constant series as a horizontal line mid-axis. Faint series are
+// drawn first, so every other series lies on top of them.
 //
 // Throws std::invalid_argument for bad input: no charts, x/y size mismatch,
 // width_per_chart outside [200, 8192] or height outside [150, 8192], a total
