@@ -1,8 +1,5 @@
 #include "attention_scales.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "checkpoint.h"
 #include "cli_error.h"
 #include "json.h"
@@ -53,17 +50,7 @@ void write_attention_scales(const std::string& path, const AttentionScaleSet& s)
 }
 
 AttentionScaleSet read_attention_scales(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw LibraryError("cannot read " + path + " (the attention scales of a --stale-scales run)");
-  std::stringstream text;
-  text << in.rdbuf();
-  const JsonValue root = [&] {
-    try {
-      return parse_json(text.str());
-    } catch (const JsonSyntaxError& e) {
-      throw LibraryError(path + ": " + e.what());
-    }
-  }();
+  const JsonValue root = read_json_file(path);
   AttentionScaleSet s{float_array(root, "q", path), float_array(root, "k", path), float_array(root, "v", path)};
   if (s.k.size() != s.q.size() || s.v.size() != s.q.size())
     throw LibraryError(path + ": the q, k and v arrays differ in length");

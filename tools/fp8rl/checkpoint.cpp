@@ -54,6 +54,22 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (error) throw LibraryError("cannot write " + path + ": " + error.message());
 }
 
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return in ? text.str() : "";
+}
+
+JsonValue read_json_file(const std::string& path) {
+  if (!fs::exists(path)) throw LibraryError("cannot read " + path + ": no such file");
+  try {
+    return parse_json(read_text_file(path));
+  } catch (const JsonSyntaxError& e) {
+    throw LibraryError(path + ": " + e.what());
+  }
+}
+
 void write_progress(const RunPaths& paths, const Progress& progress) {
   JsonObject o;
   o.add("grpo_step", static_cast<long long>(progress.grpo_step)).add("sft_end_val_acc", progress.sft_end_val_acc);

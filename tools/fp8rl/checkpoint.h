@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "json_value.h"
+
 namespace fp8rl_cli {
 
 struct RunPaths {
@@ -28,6 +30,10 @@ void create_run_folders(const std::string& out_dir);
 Progress read_progress(const RunPaths& paths);                         // grpo_step -1 when absent
 void write_progress(const RunPaths& paths, const Progress& progress);  // atomic (rename)
 void write_text_file(const std::string& path, const std::string& text);
+// The whole file, or "" when it cannot be read.
+std::string read_text_file(const std::string& path);
+// One JSON document; throws LibraryError naming the file when it is missing or malformed.
+JsonValue read_json_file(const std::string& path);
 
 }  // namespace fp8rl_cli
 

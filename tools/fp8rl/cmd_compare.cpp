@@ -10,10 +10,8 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,21 +56,13 @@ std::string run_key(const ArgParser& p, const TrainConfig& c) {
   return key;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string key_path(const TrainConfig& c) { return (fs::path(c.out_dir) / "compare_key.txt").string(); }
 
 // The summary of a finished run with the same key, or "".
 std::string reusable_summary(const Job& job) {
-  if (read_file(key_path(job.config)) != job.key) return "";
+  if (read_text_file(key_path(job.config)) != job.key) return "";
   const std::string path = RunPaths(job.config.out_dir).summary;
-  const std::string text = read_file(path);
+  const std::string text = read_text_file(path);
   if (text.empty()) return "";
   summary_from_json(parse_json(text), path);  // throws on a damaged file rather than reporting it
   return text;

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -245,17 +244,7 @@ void write_report_charts(const std::string& folder, const std::vector<RunGroup>&
 }
 
 std::vector<Summary> read_summaries(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const JsonValue root = [&] {
-    try {
-      return parse_json(text.str());
-    } catch (const JsonSyntaxError& e) {
-      throw LibraryError(path + ": " + e.what());
-    }
-  }();
+  const JsonValue root = read_json_file(path);
   if (root.type() != JsonValue::Type::array) throw LibraryError(path + " is not a JSON array of run summaries");
   std::vector<Summary> summaries;
   for (size_t i = 0; i < root.items().size(); ++i)
