@@ -38,12 +38,12 @@ TEST_CASE("the positional reward is the share of positions in place, 1 only for 
   const std::vector<int32_t> answer{5, 6, 7, 2};  // three characters and EOS (2)
   CHECK(positional_match_reward(answer, answer) == 1.0f);
   CHECK(exact_match_reward(answer, answer) == 1.0f);
-  CHECK(positional_match_reward({5, 9, 7, 2}, answer) == 0.75f);          // one wrong character
+  CHECK(positional_match_reward({5, 9, 7, 2}, answer) == 0.75f);  // one wrong character
   CHECK(exact_match_reward({5, 9, 7, 2}, answer) == 0.0f);
-  CHECK(positional_match_reward({5, 6, 7, 8, 2}, answer) == 0.6f);        // 3 of 5: one token too many
-  CHECK(positional_match_reward({5, 6}, answer) == 0.5f);                 // cut short
+  CHECK(positional_match_reward({5, 6, 7, 8, 2}, answer) == 0.6f);  // 3 of 5: one token too many
+  CHECK(positional_match_reward({5, 6}, answer) == 0.5f);           // cut short
   CHECK(positional_match_reward({}, answer) == 0.0f);
-  CHECK(positional_match_reward({6, 7, 2}, answer) == 0.0f);              // shifted: nothing in place
+  CHECK(positional_match_reward({6, 7, 2}, answer) == 0.0f);  // shifted: nothing in place
 }
 
 TEST_CASE("median, bootstrap interval and take-off, worked out by hand") {

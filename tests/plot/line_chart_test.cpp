@@ -207,7 +207,8 @@ TEST_CASE("line chart: faint series are pale and out of the legend; point series
   CHECK(pixels_of(image, green, legend_row).size() >= 18);
   // The points: a green dot at each, nothing green between them.
   for (double x : {0.2, 0.8}) {
-    const int px = static_cast<int>(std::lround(layout.to_px(x))), py = static_cast<int>(std::lround(layout.to_py(0.5)));
+    const int px = static_cast<int>(std::lround(layout.to_px(x))),
+              py = static_cast<int>(std::lround(layout.to_py(0.5)));
     CHECK(!pixels_of(image, green, {px - 2, py - 2, px + 3, py + 3}).empty());
   }
   const int py = static_cast<int>(std::lround(layout.to_py(0.5)));

@@ -12,12 +12,12 @@ namespace fp8rl_cli {
 
 struct RunPaths {
   explicit RunPaths(const std::string& out_dir);
-  std::string metrics;   // out/metrics.jsonl
-  std::string state;     // out/checkpoints/state.safetensors
-  std::string progress;  // out/checkpoints/progress.json
+  std::string metrics;       // out/metrics.jsonl
+  std::string state;         // out/checkpoints/state.safetensors
+  std::string progress;      // out/checkpoints/progress.json
   std::string stale_scales;  // out/checkpoints/stale_scales.json (--stale-scales)
-  std::string summary;   // out/summary.json
-  std::string model;     // out/model: the final policy as an HF folder (F32)
+  std::string summary;       // out/summary.json
+  std::string model;         // out/model: the final policy as an HF folder (F32)
 };
 
 // Written after the trainer state; the state is only trusted with its record.

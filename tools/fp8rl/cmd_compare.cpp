@@ -34,17 +34,16 @@ namespace fs = std::filesystem;
 // One training run of the comparison and where it keeps its files.
 struct Job {
   TrainConfig config;
-  std::string key;       // what makes a finished run reusable: every flag that shapes its result
-  std::string summary;   // summary_json, once done or reused
+  std::string key;      // what makes a finished run reusable: every flag that shapes its result
+  std::string summary;  // summary_json, once done or reused
 };
 
 // The options that do not change a run's result (thread counts do not: every
 // reduction runs in a fixed order) or that the job sets itself.
 const std::set<std::string>& options_outside_key() {
-  static const std::set<std::string> names = {"runs",   "seeds",       "out",        "threads",  "quiet",
-                                              "jobs",   "from",        "takeoff-gain", "baseline", "save-every",
-                                              "resume", "recipe",      "importance", "stale-scales",
-                                              "routing-replay", "seed"};
+  static const std::set<std::string> names = {
+      "runs",     "seeds",      "out",    "threads", "quiet",      "jobs",         "from",           "takeoff-gain",
+      "baseline", "save-every", "resume", "recipe",  "importance", "stale-scales", "routing-replay", "seed"};
   return names;
 }
 
@@ -87,8 +86,8 @@ void train_jobs(std::vector<Job*>& jobs, int parallel, bool quiet) {
         std::lock_guard<std::mutex> lock(mutex);
         if (failure) return;
         std::fprintf(stderr, "fp8rl compare: %s, seed %llu (%zu of %zu to train)\n",
-                     jobs[i]->config.run_label().c_str(), static_cast<unsigned long long>(jobs[i]->config.seed),
-                     i + 1, jobs.size());
+                     jobs[i]->config.run_label().c_str(), static_cast<unsigned long long>(jobs[i]->config.seed), i + 1,
+                     jobs.size());
       }
       try {
         train_job(*jobs[i], quiet || parallel > 1);

@@ -20,7 +20,8 @@ void declare_eval(ArgParser& p) {
   declare_text_flags(p);
   p.option("limit", "0", "evaluate the first N rows (0 = all)");
   p.option("max-new-tokens", "0", "completion limit (0 = longest answer + 3)");
-  p.option("recipe", "bf16", recipe_choices() + " (fp8-gen generates as fp8-kv, fp8-gen-linear as fp8; *-head: FP8 LM head)");
+  p.option("recipe", "bf16",
+           recipe_choices() + " (fp8-gen generates as fp8-kv, fp8-gen-linear as fp8; *-head: FP8 LM head)");
   p.option("show", "0", "print the first N rows with their completions and rewards");
   declare_threads_flag(p);
 }

@@ -24,7 +24,8 @@ void declare_generate(ArgParser& p) {
   p.option("init-from", "", "an HF folder (as --model FOLDER); its tokenizer.json encodes --prompt and decodes");
   p.option("checkpoint", "", "built-in policy: load weights from a training state (state.safetensors)");
   declare_model_flags(p);
-  p.option("recipe", "bf16", recipe_choices() + " (fp8-gen generates as fp8-kv, fp8-gen-linear as fp8; *-head: FP8 LM head)");
+  p.option("recipe", "bf16",
+           recipe_choices() + " (fp8-gen generates as fp8-kv, fp8-gen-linear as fp8; *-head: FP8 LM head)");
   p.option("prompt-ids", "", "a prompt as comma-separated token ids (repeatable)");
   p.option("task", "", "tokenize --prompt with a task's character vocabulary: addition|reverse");
   p.option("prompt", "", "a prompt: text for a folder's tokenizer, or --task characters \"12+34=\" (repeatable)");

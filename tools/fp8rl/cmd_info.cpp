@@ -5,7 +5,6 @@
 #include <string>
 
 #include "cli_error.h"
-
 #include "commands.h"
 #include "handles.h"
 #include "model_flags.h"
@@ -112,8 +111,8 @@ void print_plan(const fp8rl_model_config& config, const fp8rl_recipe& recipe, in
 
 void print_recipe(const std::string& name, const fp8rl_recipe& recipe) {
   std::printf("recipe %s\n  linear %s, KV cache %s, attention %s, head %s, scales %s\n", name.c_str(),
-              precision(recipe.linear), precision(recipe.kv_cache), precision(recipe.attention),
-              precision(recipe.head), recipe.scale_format == FP8RL_SCALE_POW2 ? "pow2" : "fp32");
+              precision(recipe.linear), precision(recipe.kv_cache), precision(recipe.attention), precision(recipe.head),
+              recipe.scale_format == FP8RL_SCALE_POW2 ? "pow2" : "fp32");
 }
 
 // Total and active (per token: only num_experts_per_tok experts of a sparse
@@ -131,8 +130,9 @@ void print_parameters(const fp8rl_model_config& config) {
 int run_plan(const ArgParser& p, const std::string& recipe_name) {
   const std::string model = p.text("model");
   if (!is_builtin_model(model))
-    throw UsageError("--plan plans a built-in shape (--model tiny|moe-tiny and the model flags); it does not "
-                     "read an HF folder");
+    throw UsageError(
+        "--plan plans a built-in shape (--model tiny|moe-tiny and the model flags); it does not "
+        "read an HF folder");
   const int64_t vocab = p.given("vocab") ? p.integer("vocab", 1, int64_t{1} << 24) : Tokenizer().padded_size();
   fp8rl_model_config config = builtin_config(model_shape(p, model), vocab);
   config.tie_word_embeddings = p.is_set("tie-embeddings") ? 1 : 0;

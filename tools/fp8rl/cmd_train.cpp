@@ -8,8 +8,8 @@
 #include "model_flags.h"
 #include "model_setup.h"
 #include "progress.h"
-#include "text_task.h"
 #include "summary.h"
+#include "text_task.h"
 #include "training.h"
 #include "world.h"
 
@@ -25,8 +25,10 @@ void declare_train(ArgParser& p) {
   p.option("partial-credit", "0",
            "built-in tasks: reward the share of answer characters in place, 1 only when exact (0|1); validation "
            "accuracy is then that mean reward");
-  p.option("recipe", d.recipe, recipe_choices() + " (fp8-gen: FP8 generator with FP8 KV and attention, BF16 learner; fp8-gen-linear: the same with FP8 "
-                                       "linear layers only; *-head: FP8 LM head)");
+  p.option("recipe", d.recipe,
+           recipe_choices() +
+               " (fp8-gen: FP8 generator with FP8 KV and attention, BF16 learner; fp8-gen-linear: the same with FP8 "
+               "linear layers only; *-head: FP8 LM head)");
   p.option("importance", d.importance, "off|plain|truncated|masked|sequence-masked");
   p.option("is-cap", "2", "importance-weight cap (upper bound)");
   p.option("group-size", std::to_string(d.group_size), "completions per prompt");
@@ -123,8 +125,7 @@ int run_train(const ArgParser& p) {
   const TrainConfig config = train_config_from(p);
   const bool leader = world().leader();  // rank 0 alone reports and writes
   if (leader)
-    std::fprintf(stderr,
-                 "fp8rl train: task %s, recipe %s, %lld SFT + %lld GRPO steps, batch %d x %d, seed %llu, %s\n",
+    std::fprintf(stderr, "fp8rl train: task %s, recipe %s, %lld SFT + %lld GRPO steps, batch %d x %d, seed %llu, %s\n",
                  config.task_label().c_str(), config.recipe.c_str(), static_cast<long long>(config.sft_steps),
                  static_cast<long long>(config.steps), config.prompts_per_step, config.group_size,
                  static_cast<unsigned long long>(config.seed), world().description().c_str());

@@ -113,9 +113,9 @@ std::string paired_table(const std::vector<RunGroup>& groups, const RunGroup& ba
     const PairedComparison f = compare_paired(finals.first, finals.second, kLevel);
     const PairedComparison b = compare_paired(best.first, best.second, kLevel);
     out << "| " << g.run << " | " << f.seeds << " | " << format("%+.3f", f.median_difference) << " "
-        << interval(f.interval) << " | " << f.wins << " / " << f.losses << " | " << format("%.3g", f.p_value)
-        << " | " << format("%+.3f", b.median_difference) << " " << interval(b.interval) << " | "
-        << format("%.3g", b.p_value) << " | " << seeds_for_power(finals.first, finals.second) << " |\n";
+        << interval(f.interval) << " | " << f.wins << " / " << f.losses << " | " << format("%.3g", f.p_value) << " | "
+        << format("%+.3f", b.median_difference) << " " << interval(b.interval) << " | " << format("%.3g", b.p_value)
+        << " | " << seeds_for_power(finals.first, finals.second) << " |\n";
   }
   return out.str();
 }
@@ -156,8 +156,9 @@ std::string method_note(const std::vector<RunGroup>& groups, const ReportOptions
       << number(o.takeoff_gain)
       << " above its accuracy at the end of SFT. Paired: the same seed (initial weights, prompts, sampling "
          "seeds) under both runs, differences run minus baseline, two-sided exact sign-flip test. With "
-      << fewest << " paired seeds the smallest attainable p is " << format("%.3g", 2.0 / std::ldexp(1.0, static_cast<int>(fewest)))
-      << "; p < 0.05 needs at least " << seeds_needed_for(0.05)
+      << fewest << " paired seeds the smallest attainable p is "
+      << format("%.3g", 2.0 / std::ldexp(1.0, static_cast<int>(fewest))) << "; p < 0.05 needs at least "
+      << seeds_needed_for(0.05)
       << " seeds even when every seed agrees. Seconds per step are wall time on the machine that ran them; "
          "compare them only between runs made side by side on an otherwise idle machine.\n";
   return out.str();

@@ -16,8 +16,8 @@ bool ends_with_head(const std::string& name) {
 }  // namespace
 
 const std::vector<std::string>& recipe_names() {
-  static const std::vector<std::string> names{"bf16",     "fp8",         "fp8-kv", "fp8-gen", "fp8-gen-linear",
-                                              "fp8-head", "fp8-kv-head"};
+  static const std::vector<std::string> names{"bf16",           "fp8",      "fp8-kv",     "fp8-gen",
+                                              "fp8-gen-linear", "fp8-head", "fp8-kv-head"};
   return names;
 }
 

@@ -107,7 +107,8 @@ std::string summary_text(const TrainConfig& c, const Summary& s) {
 std::string summary_json(const TrainConfig& c, const Summary& s) {
   std::string curve = "[", mismatch = "[";
   for (const auto& [step, accuracy] : s.val_curve)
-    curve += std::string(curve.size() > 1 ? ", " : "") + "[" + std::to_string(step) + ", " + json_number(accuracy) + "]";
+    curve +=
+        std::string(curve.size() > 1 ? ", " : "") + "[" + std::to_string(step) + ", " + json_number(accuracy) + "]";
   for (const MismatchPoint& p : s.mismatch_curve)
     mismatch += std::string(mismatch.size() > 1 ? ", " : "") + "[" + std::to_string(p.step) + ", " +
                 json_number(p.token_mult_prob_error) + ", " + json_number(p.gen_kl_error) + "]";
@@ -156,8 +157,9 @@ class SummaryReader {
     const JsonValue* value = json_.find(key);
     if (value == nullptr) return result;
     for (const JsonValue& row : value->items()) {
-      if (row.items().size() != width) fail("\"" + key + "\" has a row of " + std::to_string(row.items().size()) +
-                                            " values, not " + std::to_string(width));
+      if (row.items().size() != width)
+        fail("\"" + key + "\" has a row of " + std::to_string(row.items().size()) + " values, not " +
+             std::to_string(width));
       std::vector<double> numbers;
       for (const JsonValue& x : row.items()) numbers.push_back(x.is_number() ? x.number() : NAN);
       result.push_back(numbers);

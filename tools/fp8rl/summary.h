@@ -20,7 +20,7 @@ struct MismatchPoint {
 };
 
 struct Summary {
-  std::string run;    // TrainConfig::run_label()
+  std::string run;  // TrainConfig::run_label()
   uint64_t seed = 0;
   int64_t sft_steps = 0, grpo_steps = 0;
   double sft_end_val_acc = 0, final_val_acc = 0, best_val_acc = 0;

@@ -26,8 +26,7 @@ class AdditionTask : public Task {
 
 class ReverseTask : public Task {
  public:
-  ReverseTask(int min_length, int length, int letters)
-      : min_length_(min_length), length_(length), letters_(letters) {}
+  ReverseTask(int min_length, int length, int letters) : min_length_(min_length), length_(length), letters_(letters) {}
   std::string name() const override { return "reverse"; }
   Problem sample(Rng& rng) const override {
     const int64_t n = min_length_ + rng.below(length_ - min_length_ + 1);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,8 +53,8 @@ struct Run {
   int max_new_tokens = 0;
   int64_t micro_batch_tokens = 0;
   Context context;
-  Policy learner;    // the trained policy
-  Policy generator;  // generates_apart recipes only: an FP8 copy that generates
+  Policy learner;                  // the trained policy
+  Policy generator;                // generates_apart recipes only: an FP8 copy that generates
   AttentionScaleSet stale_scales;  // --stale-scales: the generator's scales when GRPO began
   const Policy& sampler() const { return generator.get() != nullptr ? generator : learner; }
   void say(const std::string& text) const {
@@ -267,8 +267,10 @@ void validate_config(const TrainConfig& c) {
     throw UsageError("--prompts-per-step and --sft-batch must be at least the number of ranks (" +
                      std::to_string(ranks) + "): each rank trains on whole groups of its own");
   if (c.stale_scales && !(generates_apart(c.recipe) && generator_recipe(c.recipe).kv_cache == FP8RL_PRECISION_FP8))
-    throw UsageError("--stale-scales needs a separate generator with an FP8 KV cache (--recipe fp8-gen), whose "
-                     "attention scales can go stale; '" + c.recipe + "' has none");
+    throw UsageError(
+        "--stale-scales needs a separate generator with an FP8 KV cache (--recipe fp8-gen), whose "
+        "attention scales can go stale; '" +
+        c.recipe + "' has none");
   const int fewest_completions = c.prompts_per_step / ranks * c.group_size;  // on the rank with the fewest prompts
   if (c.minibatches > fewest_completions)
     throw UsageError("--minibatches must be at most the completions per step of each rank (" +

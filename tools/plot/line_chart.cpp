@@ -18,7 +18,7 @@ namespace {
 constexpr double kLineWidth = 2.0;
 constexpr double kFaintLineWidth = 1.0;
 constexpr double kFaintShare = 0.35;  // of the series color over white
-constexpr double kDotWidth = 6.0;  // a series with one point
+constexpr double kDotWidth = 6.0;     // a series with one point
 constexpr int kMinWidth = 200, kMinHeight = 150, kMaxSide = 8192, kMaxTotalWidth = 32768;
 
 void validate(const std::vector<LineChart>& charts, int width_per_chart, int height) {
@@ -122,7 +122,8 @@ void draw_chart(Canvas& canvas, const LineChart& chart, const ChartLayout& layou
   for (bool faint_pass : {true, false}) {
     for (size_t i = 0; i < chart.series.size(); ++i) {
       const Series& series = chart.series[i];
-      if ((series.style == SeriesStyle::faint) == faint_pass) draw_series(canvas, layout, series, color_of(series, i), left);
+      if ((series.style == SeriesStyle::faint) == faint_pass)
+        draw_series(canvas, layout, series, color_of(series, i), left);
     }
   }
   canvas.set_clip({left, 0, left + layout.width, layout.height});
