@@ -2,7 +2,7 @@
 """End-to-end tests of the fp8rl command-line program.
 
 usage: cli_test.py PATH/TO/fp8rl CASE
-       (CASE: train | resume | errors | commands | compare | compare_statistics | minibatches | plan | moe |
+       (CASE: train | resume | errors | commands | compare | compare_statistics | sft_recipe | minibatches | plan | moe |
               text_train | text_generate | text_eval | text_errors | all)
 Each case runs the program in a fresh temporary folder and exits non-zero on failure.
 The moe and text cases also write an HF folder through the Python binding (fp8rl on
@@ -98,6 +98,25 @@ def resume_matches_whole(tmp, extra):
                 check(ra[key] == rb.get(key), f"step {ra['step']} {key}: {ra[key]} != {rb.get(key)}")
     state = lambda d: open(os.path.join(d, "checkpoints", "state.safetensors"), "rb").read()
     check(state(whole) == state(split), "the final states are byte for byte equal")
+
+
+def case_sft_recipe(tmp):
+    """--sft-recipe bf16: an FP8 run's SFT steps are the BF16 run's, bit for bit; GRPO then runs in FP8."""
+    common = ["train"] + TINY + ["--sft-steps", "6", "--steps", "3", "--eval-every", "3", "--seed", "3"]
+    bf16, fp8 = os.path.join(tmp, "bf16"), os.path.join(tmp, "fp8")
+    run(common + ["--recipe", "bf16", "--out", bf16])
+    run(common + ["--recipe", "fp8", "--sft-recipe", "bf16", "--out", fp8])
+    a, b = (read_metrics(os.path.join(d, "metrics.jsonl")) for d in (bf16, fp8))
+    for ra, rb in zip(a[:5], b[:5]):  # the SFT steps before the last, which validates in the run's recipe
+        check(ra["phase"] == rb["phase"] == "sft" and ra["loss"] == rb["loss"] and ra["grad_norm"] == rb["grad_norm"],
+              f"SFT step {ra['step']} alike: {ra} {rb}")
+    check(a[5]["loss"] == b[5]["loss"], "the last SFT step alike too")
+    # (GRPO's first loss depends on the rewards alone: the ratio starts at 1 in any recipe.)
+    check(all(ra["entropy"] != rb["entropy"] for ra, rb in zip(a[6:], b[6:])), "GRPO runs in each run's own recipe")
+    summary = json.load(open(os.path.join(fp8, "summary.json")))
+    check(summary["sft_recipe"] == "bf16" and summary["recipe"] == "fp8", f"the summary says so: {summary}")
+    p = run(common + ["--recipe", "fp8", "--sft-recipe", "fp4"], expect=2)
+    check("--sft-recipe" in p.stderr, p.stderr)
 
 
 def case_minibatches(tmp):
@@ -589,7 +608,7 @@ def main():
         sys.exit(__doc__)
     FP8RL = os.path.abspath(sys.argv[1])
     cases = {"train": case_train, "resume": case_resume, "errors": case_errors, "commands": case_commands,
-             "compare": case_compare, "compare_statistics": case_compare_statistics, "minibatches": case_minibatches, "plan": case_plan, "moe": case_moe,
+             "compare": case_compare, "compare_statistics": case_compare_statistics, "sft_recipe": case_sft_recipe, "minibatches": case_minibatches, "plan": case_plan, "moe": case_moe,
              "text_train": case_text_train, "text_generate": case_text_generate, "text_eval": case_text_eval,
              "text_errors": case_text_errors}
     names = list(cases) if sys.argv[2] == "all" else [sys.argv[2]]

@@ -38,6 +38,7 @@ void declare_train(ArgParser& p) {
   p.option("normalize-std", d.normalize_by_std ? "1" : "0", "divide group advantages by their std (0|1)");
   p.option("sft-steps", std::to_string(d.sft_steps), "supervised warm-start steps");
   p.option("sft-lr", "2e-3", "SFT learning rate");
+  p.option("sft-recipe", "", "recipe of the SFT steps (default: --recipe); GRPO then switches to --recipe");
   p.option("sft-batch", std::to_string(d.sft_batch), "problems per SFT step");
   p.option("steps", std::to_string(d.steps), "GRPO steps");
   p.option("seed", "0", "seed of weights, prompts and sampling");
@@ -100,6 +101,7 @@ TrainConfig train_config_from(const ArgParser& p) {
   c.normalize_by_std = p.integer("normalize-std", 0, 1) != 0;
   c.sft_steps = p.integer("sft-steps", 0, 1000000);
   c.sft_lr = p.real("sft-lr", 0, 10);
+  if (p.given("sft-recipe")) c.sft_recipe = p.choice("sft-recipe", recipe_names());
   c.sft_batch = static_cast<int>(p.integer("sft-batch", 1, 65536));
   c.steps = p.integer("steps", 0, 10000000);
   c.seed = static_cast<uint64_t>(p.integer("seed", 0, INT64_MAX));

@@ -115,7 +115,8 @@ std::string summary_json(const TrainConfig& c, const Summary& s) {
   JsonObject o;
   o.add("run", s.run).add("task", c.task_label()).add("recipe", c.recipe).add("importance", c.importance);
   o.add("seed", static_cast<long long>(s.seed)).add_bool("stale_scales", c.stale_scales);
-  o.add("minibatches", static_cast<long long>(c.minibatches));
+  o.add("minibatches", static_cast<long long>(c.minibatches))
+      .add("sft_recipe", c.sft_recipe.empty() ? c.recipe : c.sft_recipe);
   o.add("sft_steps", static_cast<long long>(s.sft_steps)).add("grpo_steps", static_cast<long long>(s.grpo_steps));
   o.add("sft_end_val_acc", s.sft_end_val_acc).add("final_val_acc", s.final_val_acc);
   o.add("best_val_acc", s.best_val_acc).add("mean_token_mult_prob_error", s.mean_token_mult_prob_error);

@@ -45,6 +45,9 @@ struct TrainConfig {
   double lr = 2e-4;           // 5e-4 and above collapse the tiny policy (measured)
   bool normalize_by_std = true;
   int64_t sft_steps = 500;  // ~13% validation accuracy on 2-digit addition: clearly incomplete
+  // The recipe of the SFT steps ("" = the run's): a shared BF16 SFT gives
+  // every recipe's GRPO the same starting policy, as RL from one checkpoint.
+  std::string sft_recipe;
   double sft_lr = 2e-3;
   int sft_batch = 64;
   int64_t steps = 500;  // GRPO steps

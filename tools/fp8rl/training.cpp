@@ -281,15 +281,22 @@ void run_sft(const Run& run, RunResult& result, MetricsLog& log) {
   const int64_t total = run.config.sft_steps;
   if (total == 0) return;
   if (run.sink != nullptr) run.sink->on_phase("sft", total);
+  const TrainConfig& c = run.config;
+  const bool switch_recipe = !c.sft_recipe.empty() && c.sft_recipe != c.recipe;
+  if (switch_recipe) set_recipe(run.learner, learner_recipe(c.sft_recipe));
   Trainer trainer(run.learner.get(), sft_options(run));
   for (int64_t step = 1; step <= total; ++step) {
     StepRecord record = sft_step(run, trainer.get(), step);
-    if (step == total) record.val_acc = evaluate(run);
+    if (step == total) {
+      gather_weights(trainer.get());  // the GRPO trainer starts from the whole weights
+      // The SFT end is measured as GRPO will start from it: in GRPO's recipe.
+      if (switch_recipe) set_recipe(run.learner, learner_recipe(c.recipe));
+      record.val_acc = evaluate(run);
+    }
     log.append(record);
     result.steps.push_back(record);
     if (run.sink != nullptr) run.sink->on_step(record, total);
   }
-  gather_weights(trainer.get());  // the GRPO trainer starts from the whole weights
 }
 
 void run_grpo(Run& run, RunResult& result, MetricsLog& log, int64_t done) {
