@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The fp8rl command-line program as an MPI job: `mpirun -np 2 fp8rl train`.
 
-usage: cli_mpi_test.py PATH/TO/fp8rl CASE LAUNCHER...   (CASE: train | resume | kill | info)
+usage: cli_mpi_test.py PATH/TO/fp8rl CASE LAUNCHER...   (CASE: train | resume | kill | info | compare)
 LAUNCHER is the command that starts a 2-rank job (e.g. mpiexec -n 2 --oversubscribe).
 """
 import os
@@ -130,12 +130,34 @@ def case_info(tmp):
     check("data-parallel rank 0 of 1" in single.stdout, single.stdout)
 
 
+def case_compare(tmp):
+    """fp8rl compare as a 2-rank job: each run trains on both ranks; rank 0 alone writes and reports."""
+    import json
+    out = os.path.join(tmp, "cmp")
+    args = ["compare"] + TINY + ["--sft-steps", "4", "--steps", "4", "--eval-every", "2", "--seeds", "0-1",
+                                 "--runs", "bf16,fp8-gen:off:stale", "--out", out]
+    proc = run(args)
+    check(proc.stdout.count("Validation accuracy over seeds") == 1, "one report:\n" + proc.stdout)
+    summaries = json.load(open(os.path.join(out, "summaries.json")))
+    check([(s["run"], s["seed"]) for s in summaries] ==
+          [("bf16:truncated", 0), ("bf16:truncated", 1), ("fp8-gen:off:stale", 0), ("fp8-gen:off:stale", 1)],
+          f"every run once: {summaries}")
+    for folder in ("bf16-truncated-seed0", "fp8-gen-off-stale-seed1"):
+        check(len(read_metrics(os.path.join(out, folder, "metrics.jsonl"))) == 8, f"{folder}: one line per step")
+        check(not any(n.endswith(".tmp") for n in os.listdir(os.path.join(out, folder))), "no half-written file")
+    proc = run(args)
+    check("reusing 4 finished runs of 4" in proc.stderr, "every rank reuses the finished runs:\n" + proc.stderr)
+    proc = run(args + ["--jobs", "2"], expect=2)
+    check("--jobs trains runs side by side in one process" in proc.stderr, proc.stderr)
+
+
 def main():
     global FP8RL, LAUNCHER
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     FP8RL, LAUNCHER = os.path.abspath(sys.argv[1]), sys.argv[3:]
-    cases = {"train": case_train, "resume": case_resume, "kill": case_kill, "info": case_info}
+    cases = {"train": case_train, "resume": case_resume, "kill": case_kill, "info": case_info,
+             "compare": case_compare}
     with tempfile.TemporaryDirectory(prefix="fp8rl_cli_mpi_") as tmp:
         cases[sys.argv[2]](tmp)
     print(f"ok: {sys.argv[2]}")

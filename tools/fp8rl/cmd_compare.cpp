@@ -25,6 +25,7 @@
 #include "progress.h"
 #include "summary.h"
 #include "training.h"
+#include "world.h"
 
 namespace fp8rl_cli {
 namespace {
@@ -69,8 +70,9 @@ std::string reusable_summary(const Job& job) {
 
 void train_job(Job& job, bool quiet) {
   ProgressBar progress(stderr, quiet);
-  const RunResult result = run_training(job.config, &progress);
+  const RunResult result = run_training(job.config, world().leader() ? &progress : nullptr);
   job.summary = summary_json(job.config, summarize(job.config, result));
+  if (!world().leader()) return;  // under MPI, rank 0 alone writes
   write_text_file(RunPaths(job.config.out_dir).summary, job.summary);
   write_text_file(key_path(job.config), job.key);  // last: a run cut short is never reused
 }
@@ -109,6 +111,8 @@ std::vector<Summary> train_all(const ArgParser& p, const std::string& out) {
   TrainConfig base = train_config_from(p);
   if (base.resume) throw UsageError("compare does not take --resume (finished runs are reused by themselves)");
   const int parallel = static_cast<int>(p.integer("jobs", 1, 256));
+  if (parallel > 1 && world().size() > 1)
+    throw UsageError("--jobs trains runs side by side in one process; under MPI every rank trains each run together");
   if (parallel > 1 && base.threads == 0)
     base.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / parallel);
   std::vector<Job> jobs;
@@ -139,7 +143,7 @@ std::vector<Summary> train_all(const ArgParser& p, const std::string& out) {
     objects.push_back(job.summary);
     summaries.push_back(summary_from_json(parse_json(job.summary), RunPaths(job.config.out_dir).summary));
   }
-  write_summaries((fs::path(out) / "summaries.json").string(), objects);
+  if (world().leader()) write_summaries((fs::path(out) / "summaries.json").string(), objects);
   return summaries;
 }
 
@@ -196,6 +200,7 @@ int run_compare(const ArgParser& p) {
     if (out.empty()) throw UsageError("compare needs --out DIR (or --from FILE to report earlier runs)");
     summaries = train_all(p, out);
   }
+  if (!world().leader()) return 0;
   const std::vector<RunGroup> groups = group_by_run(summaries);
   const std::string markdown = report_markdown(groups, options);
   write_text_file((fs::path(out) / "compare.md").string(), markdown);

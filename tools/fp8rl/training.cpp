@@ -114,7 +114,7 @@ void freeze_scales(Run& run, int64_t done) {
     run.stale_scales = read_attention_scales(path);
   } else {
     run.stale_scales = get_attention_scales(run.generator);
-    if (!path.empty()) write_attention_scales(path, run.stale_scales);
+    if (!path.empty() && world().leader()) write_attention_scales(path, run.stale_scales);
   }
   set_attention_scales(run.generator, run.stale_scales);
 }
