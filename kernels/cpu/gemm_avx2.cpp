@@ -23,7 +23,8 @@ struct Avx2 {
   using FloatMode = FlushToZeroMode;
   static constexpr int kWidth = 8;
   static constexpr int kMaxRows = 2;
-  static constexpr int kRowTile = 4;
+  static constexpr int kRowTileBf16 = 4;
+  static constexpr int kRowTileFp8 = 4;
   static constexpr int cols_for_rows(int rows) { return rows == 1 ? 4 : 2; }
 
   static V zero() { return _mm256_setzero_ps(); }

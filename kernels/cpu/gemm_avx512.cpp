@@ -17,7 +17,8 @@ struct Avx512 : Avx512Lanes {
   // Each pair takes two registers: 4 x 2 tiles hold 8 lanes sets and, for
   // FP8, 8 block lane sets.
   static constexpr int kMaxRows = 4;
-  static constexpr int kRowTile = 8;
+  static constexpr int kRowTileBf16 = 8;
+  static constexpr int kRowTileFp8 = 8;
   static constexpr int cols_for_rows(int rows) { return rows == 1 ? 8 : rows == 2 ? 4 : 2; }
 
   static V dot2(V lanes, P a, P w) { return _mm512_fmadd_ps(a.even, w.even, _mm512_fmadd_ps(a.odd, w.odd, lanes)); }

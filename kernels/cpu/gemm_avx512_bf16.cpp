@@ -30,7 +30,8 @@ struct Avx512Bf16 : Avx512Lanes {
   using P = __m512i;  // 32 BF16 values, lane j's pair in its 32-bit word j
   // 4 x 3 tiles: 12 lane sets, 12 block lane sets for FP8, 4 + 1 operands.
   static constexpr int kMaxRows = 4;
-  static constexpr int kRowTile = 4;
+  static constexpr int kRowTileBf16 = 16;  // 16 lane sets; W is a memory operand of the dot2
+  static constexpr int kRowTileFp8 = 8;    // 8 lane sets, 8 block lane sets, the 5 widening tables
   static constexpr int cols_for_rows(int rows) { return rows == 1 ? 12 : rows == 2 ? 6 : rows == 3 ? 4 : 3; }
 
   static V dot2(V lanes, P a, P w) { return _mm512_dpbf16_ps(lanes, (__m512bh)a, (__m512bh)w); }

@@ -27,7 +27,7 @@
 //   using E;                         // a packed element: uint16_t (BF16 bits) or float
 //   using P;                         // kWidth lanes' pairs: what dot2 reads of one operand
 //   using FloatMode;                 // RAII: the FP environment the contract needs
-//   static constexpr int kWidth, kMaxRows, kRowTile;
+//   static constexpr int kWidth, kMaxRows, kRowTileBf16, kRowTileFp8;  // rows per single-row tile
 //   static constexpr int cols_for_rows(int rows);  // W rows per micro-tile
 //   static V zero(); static V load(const float*); static void store(float*, V);
 //   static V broadcast(float);
@@ -261,21 +261,26 @@ void pack_bf16_rows(const uint16_t* matrix, int64_t cols, int64_t row_begin, int
 // so that W arrives at memory bandwidth also for the short rows of small
 // matrices, where the hardware prefetchers barely ramp up. The lanes follow
 // micro_kernel, so the bits are multiply_block's.
+// The tile is as tall as the registers allow: the reduction at its end costs
+// the same for 1 to 16 outputs, and decode's K is short (576 for SmolLM2), so
+// with 4 rows it took as long as a third of the dot products.
 template <class Isa, bool kScaled, class Code, class RowScales>
 void multiply_row_tiles(const typename Isa::E* a, PackedScales a_scales, const Code* w, int64_t cols, int64_t row_begin,
                         int64_t row_end, int64_t kp, float* c, RowScales row_scales) {
-  constexpr int NR = Isa::kRowTile, H = kParts<Isa>;
+  constexpr int NR = sizeof(Code) == 1 ? Isa::kRowTileFp8 : Isa::kRowTileBf16, H = kParts<Isa>;
   const int64_t full = cols / kGemmGroup * kGemmGroup;
   const typename Isa::Tables tables = Isa::tables();
   for (int64_t j = row_begin; j < row_end; j += NR) {
     const Code* rows[NR];
     const float* scales[NR];
-    Code tails[NR][kGemmGroup] = {};
+    Code tails[NR][kGemmGroup];  // read only when K has a partial group
     FP8RL_UNROLL for (int t = 0; t < NR; ++t) {
       const int64_t r = j + t < row_end ? j + t : row_end - 1;
       rows[t] = w + r * cols;
       scales[t] = row_scales(r);
-      if (full < kp) std::memcpy(tails[t], rows[t] + full, static_cast<size_t>(cols - full) * sizeof(Code));
+      if (full == kp) continue;
+      std::memset(tails[t], 0, sizeof tails[t]);
+      std::memcpy(tails[t], rows[t] + full, static_cast<size_t>(cols - full) * sizeof(Code));
     }
     const Code* next = j + NR < row_end ? w + (j + NR) * cols : nullptr;
     const auto step = [&](Lanes<Isa, NR>& into, int64_t g_begin, int64_t g_end) {
@@ -367,13 +372,15 @@ void decode_bf16(const uint16_t* bits, int64_t n, float* out) {
 
 constexpr int64_t gcd(int64_t a, int64_t b) { return b == 0 ? a : gcd(b, a % b); }
 
+constexpr int64_t lcm(int64_t a, int64_t b) { return a / gcd(a, b) * b; }
+
 // The least common multiple of the micro-tile widths, so that every
-// micro-tile of a padded panel lies inside it.
+// micro-tile of a padded panel lies inside it, and of the single-row tiles,
+// so that a single row's tasks split W into whole tiles.
 template <class Isa>
 constexpr int64_t panel_rows_multiple() {
-  int64_t multiple = 1;
-  for (int rows = 1; rows <= Isa::kMaxRows; ++rows)
-    multiple = multiple / gcd(multiple, Isa::cols_for_rows(rows)) * Isa::cols_for_rows(rows);
+  int64_t multiple = lcm(Isa::kRowTileBf16, Isa::kRowTileFp8);
+  for (int rows = 1; rows <= Isa::kMaxRows; ++rows) multiple = lcm(multiple, Isa::cols_for_rows(rows));
   return multiple;
 }
 

@@ -37,7 +37,8 @@ struct Portable {
   struct FloatMode {};  // ftz_arithmetic.h does the flushing itself
   static constexpr int kWidth = 1;
   static constexpr int kMaxRows = 2;
-  static constexpr int kRowTile = 4;
+  static constexpr int kRowTileBf16 = 4;
+  static constexpr int kRowTileFp8 = 4;
   static constexpr int cols_for_rows(int rows) { return rows == 1 ? 4 : 2; }
 
   static V zero() { return 0.0f; }
