@@ -2,7 +2,7 @@
 """End-to-end tests of the fp8rl command-line program.
 
 usage: cli_test.py PATH/TO/fp8rl CASE
-       (CASE: train | resume | errors | commands | compare | compare_statistics | sft_recipe | minibatches | plan | moe |
+       (CASE: train | resume | errors | commands | compare | compare_statistics | compare_shared_sft | sft_recipe | minibatches | plan | moe |
               text_train | text_generate | text_eval | text_errors | all)
 Each case runs the program in a fresh temporary folder and exits non-zero on failure.
 The moe and text cases also write an HF folder through the Python binding (fp8rl on
@@ -232,6 +232,37 @@ def case_compare(tmp):
     run(["compare"] + TINY + ["--seeds", "x", "--out", out], expect=2)
     p = run(["compare"] + TINY + ["--runs", "fp8:off:stale", "--out", out], expect=2)
     check("--stale-scales needs a separate generator" in p.stderr, p.stderr)
+
+
+def case_compare_shared_sft(tmp):
+    """With --sft-recipe, compare trains one SFT per seed and every run replays it: the same bits as a plain run."""
+    common = TINY + ["--sft-steps", "6", "--steps", "4", "--eval-every", "2", "--sft-recipe", "bf16"]
+    out, plain = os.path.join(tmp, "cmp"), os.path.join(tmp, "plain")
+    p = run(["compare"] + common + ["--seeds", "0", "--runs", "fp8-kv,fp8-gen:off", "--out", out])
+    check(p.stderr.count("sft-bf16-seed0 (1 of 1 to train)") == 1, "one SFT for the seed:\n" + p.stderr)
+    check(os.path.exists(os.path.join(out, "sft-bf16-seed0", "model", "attention_scales.json")), "its scales saved")
+    timing = {"tokens_per_second", "generation_seconds", "recompute_seconds", "train_seconds",
+              "recalibration_seconds", "recalibration_fraction", "step_seconds"}
+    for recipe, importance, folder in (("fp8-kv", "truncated", "fp8-kv-truncated-seed0"),
+                                       ("fp8-gen", "off", "fp8-gen-off-seed0")):
+        alone = os.path.join(plain, recipe)
+        run(["train"] + common + ["--recipe", recipe, "--importance", importance, "--seed", "0", "--out", alone])
+        a = read_metrics(os.path.join(alone, "metrics.jsonl"))
+        b = read_metrics(os.path.join(out, folder, "metrics.jsonl"))
+        check(len(a) == len(b) == 10, f"{folder}: 10 lines each")
+        for ra, rb in zip(a, b):
+            for key in ra:
+                if key not in timing:
+                    check(ra[key] == rb.get(key),
+                          f"{folder} {ra['phase']} step {ra['step']} {key}: {ra[key]} != {rb.get(key)}")
+        state = lambda d: open(os.path.join(d, "checkpoints", "state.safetensors"), "rb").read()
+        check(state(alone) == state(os.path.join(out, folder)), f"{folder}: the final states are byte for byte equal")
+    # More runs reuse the SFT; a damaged SFT folder is an error naming the file.
+    p = run(["compare"] + common + ["--seeds", "0", "--runs", "fp8-kv,fp8-gen:off,bf16", "--out", out])
+    check("to train" in p.stderr and "sft-bf16" not in p.stderr, "the SFT is reused:\n" + p.stderr)
+    os.remove(os.path.join(out, "sft-bf16-seed0", "model", "attention_scales.json"))
+    p = run(["compare"] + common + ["--seeds", "0", "--runs", "fp8", "--out", out], expect=1)
+    check("attention_scales.json" in p.stderr, p.stderr)
 
 
 def case_compare_statistics(tmp):
@@ -608,7 +639,7 @@ def main():
         sys.exit(__doc__)
     FP8RL = os.path.abspath(sys.argv[1])
     cases = {"train": case_train, "resume": case_resume, "errors": case_errors, "commands": case_commands,
-             "compare": case_compare, "compare_statistics": case_compare_statistics, "sft_recipe": case_sft_recipe, "minibatches": case_minibatches, "plan": case_plan, "moe": case_moe,
+             "compare": case_compare, "compare_statistics": case_compare_statistics, "compare_shared_sft": case_compare_shared_sft, "sft_recipe": case_sft_recipe, "minibatches": case_minibatches, "plan": case_plan, "moe": case_moe,
              "text_train": case_text_train, "text_generate": case_text_generate, "text_eval": case_text_eval,
              "text_errors": case_text_errors}
     names = list(cases) if sys.argv[2] == "all" else [sys.argv[2]]

@@ -18,7 +18,8 @@ RunPaths::RunPaths(const std::string& out_dir)
       progress((fs::path(out_dir) / "checkpoints" / "progress.json").string()),
       stale_scales((fs::path(out_dir) / "checkpoints" / "stale_scales.json").string()),
       summary((fs::path(out_dir) / "summary.json").string()),
-      model((fs::path(out_dir) / "model").string()) {}
+      model((fs::path(out_dir) / "model").string()),
+      attention_scales((fs::path(out_dir) / "model" / "attention_scales.json").string()) {}
 
 void create_run_folders(const std::string& out_dir) {
   std::error_code error;

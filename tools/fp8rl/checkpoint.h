@@ -12,12 +12,13 @@ namespace fp8rl_cli {
 
 struct RunPaths {
   explicit RunPaths(const std::string& out_dir);
-  std::string metrics;       // out/metrics.jsonl
-  std::string state;         // out/checkpoints/state.safetensors
-  std::string progress;      // out/checkpoints/progress.json
-  std::string stale_scales;  // out/checkpoints/stale_scales.json (--stale-scales)
-  std::string summary;       // out/summary.json
-  std::string model;         // out/model: the final policy as an HF folder (F32)
+  std::string metrics;           // out/metrics.jsonl
+  std::string state;             // out/checkpoints/state.safetensors
+  std::string progress;          // out/checkpoints/progress.json
+  std::string stale_scales;      // out/checkpoints/stale_scales.json (--stale-scales)
+  std::string summary;           // out/summary.json
+  std::string model;             // out/model: the final policy as an HF folder (F32)
+  std::string attention_scales;  // out/model/attention_scales.json: its attention scales
 };
 
 // Written after the trainer state; the state is only trusted with its record.

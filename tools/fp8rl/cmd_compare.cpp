@@ -87,9 +87,8 @@ void train_jobs(std::vector<Job*>& jobs, int parallel, bool quiet) {
       {
         std::lock_guard<std::mutex> lock(mutex);
         if (failure) return;
-        std::fprintf(stderr, "fp8rl compare: %s, seed %llu (%zu of %zu to train)\n",
-                     jobs[i]->config.run_label().c_str(), static_cast<unsigned long long>(jobs[i]->config.seed), i + 1,
-                     jobs.size());
+        std::fprintf(stderr, "fp8rl compare: %s (%zu of %zu to train)\n",
+                     fs::path(jobs[i]->config.out_dir).filename().c_str(), i + 1, jobs.size());
       }
       try {
         train_job(*jobs[i], quiet || parallel > 1);
@@ -107,6 +106,26 @@ void train_jobs(std::vector<Job*>& jobs, int parallel, bool quiet) {
 }
 
 // Trains (or reuses) every run and writes OUT/summaries.json; returns the summaries.
+Job make_job(const ArgParser& p, const TrainConfig& config, const std::string& folder_name, const std::string& out) {
+  Job job{config, "", ""};
+  std::string folder = folder_name;
+  std::replace(folder.begin(), folder.end(), ':', '-');
+  job.config.out_dir = (fs::path(out) / folder).string();
+  job.key = run_key(p, job.config);
+  return job;
+}
+
+// With --sft-recipe every run of a seed starts GRPO from the same SFT, so it
+// is trained once per seed, as a run of no GRPO steps, and replayed by the
+// runs (TrainConfig::sft_from): the same bits for a fraction of the time.
+Job shared_sft_job(const ArgParser& p, const TrainConfig& base, uint64_t seed, const std::string& out) {
+  TrainConfig config = configure_run(base, RunSpec{base.sft_recipe, base.importance}, seed);
+  config.sft_recipe.clear();
+  config.steps = 0;
+  return make_job(p, config, "sft-" + base.sft_recipe + "-seed" + std::to_string(seed), out);
+}
+
+// Trains (or reuses) every run and writes OUT/summaries.json; returns the summaries.
 std::vector<Summary> train_all(const ArgParser& p, const std::string& out) {
   TrainConfig base = train_config_from(p);
   if (base.resume) throw UsageError("compare does not take --resume (finished runs are reused by themselves)");
@@ -115,26 +134,33 @@ std::vector<Summary> train_all(const ArgParser& p, const std::string& out) {
     throw UsageError("--jobs trains runs side by side in one process; under MPI every rank trains each run together");
   if (parallel > 1 && base.threads == 0)
     base.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / parallel);
-  std::vector<Job> jobs;
+  const std::vector<uint64_t> seeds = parse_seeds(p.text("seeds"));
+  const bool share_sft = !base.sft_recipe.empty() && base.sft_steps > 0;
+  std::vector<Job> sft_jobs, jobs;
+  for (uint64_t seed : seeds)
+    if (share_sft) sft_jobs.push_back(shared_sft_job(p, base, seed, out));
   for (const RunSpec& spec : parse_run_specs(p.text("runs"), base.importance)) {
-    for (uint64_t seed : parse_seeds(p.text("seeds"))) {
-      Job job{configure_run(base, spec, seed), "", ""};
-      std::string folder = job.config.run_label();
-      std::replace(folder.begin(), folder.end(), ':', '-');
-      job.config.out_dir = (fs::path(out) / (folder + "-seed" + std::to_string(seed))).string();
-      job.key = run_key(p, job.config);
-      jobs.push_back(job);
+    for (size_t s = 0; s < seeds.size(); ++s) {
+      const TrainConfig config = configure_run(base, spec, seeds[s]);
+      jobs.push_back(make_job(p, config, config.run_label() + "-seed" + std::to_string(seeds[s]), out));
+      if (share_sft) jobs.back().config.sft_from = sft_jobs[s].config.out_dir;
     }
   }
   fs::create_directories(out);
-  std::vector<Job*> to_train;
+  std::vector<Job*> to_train, sft_to_train;
   for (Job& job : jobs) {
     job.summary = reusable_summary(job);
     if (job.summary.empty()) to_train.push_back(&job);
   }
+  for (Job& sft : sft_jobs) {
+    const bool needed = std::any_of(to_train.begin(), to_train.end(),
+                                    [&](const Job* job) { return job->config.sft_from == sft.config.out_dir; });
+    if (needed && reusable_summary(sft).empty()) sft_to_train.push_back(&sft);
+  }
   if (to_train.size() < jobs.size())
     std::fprintf(stderr, "fp8rl compare: reusing %zu finished runs of %zu\n", jobs.size() - to_train.size(),
                  jobs.size());
+  train_jobs(sft_to_train, parallel, p.is_set("quiet"));
   train_jobs(to_train, parallel, p.is_set("quiet"));
 
   std::vector<std::string> objects;

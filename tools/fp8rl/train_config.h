@@ -48,6 +48,11 @@ struct TrainConfig {
   // The recipe of the SFT steps ("" = the run's): a shared BF16 SFT gives
   // every recipe's GRPO the same starting policy, as RL from one checkpoint.
   std::string sft_recipe;
+  // The folder of a finished SFT-only run (GRPO steps 0) with the same SFT
+  // settings and seed: this run loads its final policy and attention scales
+  // and replays its SFT records instead of training them again, with the
+  // same result bit for bit (fp8rl compare shares one SFT per seed this way).
+  std::string sft_from;
   double sft_lr = 2e-3;
   int sft_batch = 64;
   int64_t steps = 500;  // GRPO steps

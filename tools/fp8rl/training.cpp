@@ -74,7 +74,12 @@ std::unique_ptr<TaskSource> make_task_source(const TrainConfig& c, const std::fu
 void build_policies(Run& run) {
   const TrainConfig& c = run.config;
   fp8rl_model_config config;
-  if (c.init_from.empty()) {
+  if (!c.sft_from.empty()) {  // the SFT end of a finished SFT-only run
+    const RunPaths sft(c.sft_from);
+    run.learner = load_policy(run.context, sft.model);
+    set_attention_scales(run.learner, read_attention_scales(sft.attention_scales));
+    config = policy_config(run.learner);
+  } else if (c.init_from.empty()) {
     config = builtin_config(c.shape, run.source->builtin_vocab_size());
     run.learner = create_random_policy(run.context, config, c.seed);
   } else {
@@ -277,9 +282,29 @@ void validate_config(const TrainConfig& c) {
                      std::to_string(fewest_completions) + ")");
 }
 
+// sft_from: the SFT records of the finished SFT-only run whose final policy
+// build_policies loaded; only the SFT end's validation runs again, in this
+// run's recipe, as run_sft measures it.
+void replay_sft(const Run& run, RunResult& result, MetricsLog& log) {
+  const int64_t total = run.config.sft_steps;
+  const std::string path = RunPaths(run.config.sft_from).metrics;
+  std::vector<StepRecord> records = read_metrics(path, total);
+  if (static_cast<int64_t>(records.size()) != total ||
+      std::any_of(records.begin(), records.end(), [](const StepRecord& r) { return r.phase != "sft"; }))
+    throw LibraryError(path + " does not hold the " + std::to_string(total) + " SFT steps this run replays");
+  if (run.sink != nullptr) run.sink->on_phase("sft", total);
+  records.back().val_acc = evaluate(run);
+  for (const StepRecord& record : records) {
+    log.append(record);
+    result.steps.push_back(record);
+    if (run.sink != nullptr) run.sink->on_step(record, total);
+  }
+}
+
 void run_sft(const Run& run, RunResult& result, MetricsLog& log) {
   const int64_t total = run.config.sft_steps;
   if (total == 0) return;
+  if (!run.config.sft_from.empty()) return replay_sft(run, result, log);
   if (run.sink != nullptr) run.sink->on_phase("sft", total);
   const TrainConfig& c = run.config;
   const bool switch_recipe = !c.sft_recipe.empty() && c.sft_recipe != c.recipe;
@@ -320,7 +345,7 @@ void run_grpo(Run& run, RunResult& result, MetricsLog& log, int64_t done) {
     if (run.sink != nullptr) run.sink->on_step(record, c.steps);
     if (step % c.save_every == 0 || step == c.steps) save_checkpoint(run, trainer.get(), step, result);
   }
-  if (done == c.steps) run.say("the checkpoint is already at step " + std::to_string(done));
+  if (done > 0 && done == c.steps) run.say("the checkpoint is already at step " + std::to_string(done));
   gather_weights(trainer.get());  // the final policy is saved from the whole weights
 }
 
@@ -369,8 +394,9 @@ RunResult run_training(const TrainConfig& config, ProgressSink* sink) {
   run_grpo(run, result, log, std::max<int64_t>(progress.grpo_step, 0));
   if (!config.out_dir.empty() && world().leader()) {
     // The trained policy as an HF folder, for `fp8rl generate --model` and `fp8rl export-fp8`.
-    check(fp8rl_policy_save(run.learner.get(), RunPaths(config.out_dir).model.c_str(), FP8RL_DTYPE_F32),
-          "fp8rl_policy_save");
+    const RunPaths paths(config.out_dir);
+    check(fp8rl_policy_save(run.learner.get(), paths.model.c_str(), FP8RL_DTYPE_F32), "fp8rl_policy_save");
+    write_attention_scales(paths.attention_scales, get_attention_scales(run.learner));
     // Text runs: with the folder's tokenizer, `fp8rl generate --prompt` and `fp8rl eval` take it as it is.
     if (!config.text.train.empty()) HfTokenizer::copy_files(config.init_from, RunPaths(config.out_dir).model);
   }
