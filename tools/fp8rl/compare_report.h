@@ -32,9 +32,9 @@ std::vector<RunGroup> group_by_run(const std::vector<Summary>& summaries);
 std::string report_markdown(const std::vector<RunGroup>& groups, const ReportOptions& options);
 
 // compare.png: validation accuracy (each seed faint, the mean over seeds
-// bold), token_mult_prob_error and gen_kl_error per validation interval.
-// dose.png: each seed's final accuracy against its mean token_mult_prob_error
-// and gen_kl_error, one color per run.
+// bold) and gen_kl_error per validation interval. dose.png: each seed's
+// final accuracy against its median-step token_mult_prob_error and its mean
+// gen_kl_error, one color per run.
 void write_report_charts(const std::string& folder, const std::vector<RunGroup>& groups);
 
 // A summaries.json: a JSON array of summary objects.

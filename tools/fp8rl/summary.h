@@ -13,7 +13,8 @@
 
 namespace fp8rl_cli {
 
-// The mean mismatch over the GRPO steps since the previous validation.
+// The mean mismatch over the GRPO steps since the previous validation (the
+// report plots the KL; summaries.json keeps both for other readers).
 struct MismatchPoint {
   int64_t step = 0;  // the validation step that ends the interval
   double token_mult_prob_error = 1, gen_kl_error = 0;
