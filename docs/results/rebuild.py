@@ -7,9 +7,10 @@ Each block of results.md between
     <!-- report NAME: ARGS -->
 and
     <!-- end report NAME -->
-is replaced by what `fp8rl compare ARGS --out results/NAME` prints (ARGS name the summaries.json
-with --from, relative to the folder of results.md, and may pick runs with --runs), followed by
-links to the plots it writes there (results/NAME/compare.png and dose.png).
+is replaced by the command (as run from the repository's root), what `fp8rl compare ARGS --out
+results/NAME` prints (ARGS name the summaries.json with --from, relative to the folder of
+results.md, and may pick runs with --runs), and links to the plots it writes there
+(results/NAME/compare.png and dose.png).
 
 --check writes nothing: it rebuilds into a temporary folder and exits 1 if any block differs from
 what results.md holds, so a test can tell that the tables are the committed summaries' own.
@@ -27,13 +28,17 @@ BLOCK = re.compile(r"(<!-- report (?P<name>[\w-]+): (?P<args>.*?) -->\n)(?P<body
 
 def generated(fp8rl, docs, name, args, out_root):
     out = os.path.join(out_root, name)
-    argv = [fp8rl, "compare"] + shlex.split(args) + ["--out", out]
+    given = shlex.split(args)
+    argv = [fp8rl, "compare"] + given + ["--out", out]
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=docs)
     if proc.returncode != 0:
         sys.exit(f"fp8rl compare {args} failed ({proc.returncode}):\n{proc.stderr}")
     with open(os.path.join(out, "compare.md")) as f:
         table = f.read()
-    return (f"{table}\n![Validation accuracy per seed (faint) and mean, and mismatch per step](results/{name}/compare.png)"
+    # The command as a reader runs it from the repository's root.
+    shown = [f"docs/{a}" if i > 0 and given[i - 1] == "--from" else a for i, a in enumerate(given)]
+    command = " ".join(["build/tools/fp8rl/fp8rl", "compare"] + shown + ["--out", f"docs/results/{name}"])
+    return (f"```\n{command}\n```\n\n{table}\n![Validation accuracy per seed (faint) and mean, and mismatch per step](results/{name}/compare.png)"
             f"\n\n![Final accuracy against each seed's mean mismatch](results/{name}/dose.png)\n")
 
 
