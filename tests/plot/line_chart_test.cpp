@@ -177,7 +177,7 @@ TEST_CASE("line chart: series past the eighth reuse the palette") {
   }
 }
 
-TEST_CASE("line chart: faint series are pale and out of the legend; point series are dots without lines") {
+TEST_CASE("line chart: faint series are pale and out of the legend, point series are dots without lines") {
   TempDir dir;
   Series faint{"", {0, 1}, {0.25, 0.25}, SeriesStyle::faint, 1};
   Series mean{"mean", {0, 1}, {0.75, 0.75}, SeriesStyle::line, 1};
