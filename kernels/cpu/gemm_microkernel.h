@@ -263,11 +263,12 @@ void pack_bf16_rows(const uint16_t* matrix, int64_t cols, int64_t row_begin, int
 // micro_kernel, so the bits are multiply_block's.
 // The tile is as tall as the registers allow: the reduction at its end costs
 // the same for 1 to 16 outputs, and decode's K is short (576 for SmolLM2), so
-// with 4 rows it took as long as a third of the dot products.
-template <class Isa, bool kScaled, class Code, class RowScales>
+// with 4 rows it took as long as a third of the dot products. NR is the
+// Isa's tile height for the code type (kRowTileFp8, kRowTileBf16).
+template <class Isa, int NR, bool kScaled, class Code, class RowScales>
 void multiply_row_tiles(const typename Isa::E* a, PackedScales a_scales, const Code* w, int64_t cols, int64_t row_begin,
                         int64_t row_end, int64_t kp, float* c, RowScales row_scales) {
-  constexpr int NR = sizeof(Code) == 1 ? Isa::kRowTileFp8 : Isa::kRowTileBf16, H = kParts<Isa>;
+  constexpr int H = kParts<Isa>;
   const int64_t full = cols / kGemmGroup * kGemmGroup;
   const typename Isa::Tables tables = Isa::tables();
   for (int64_t j = row_begin; j < row_end; j += NR) {
@@ -322,8 +323,9 @@ const float* fp8_row_scales(const Fp8Matrix& matrix, int64_t r) {
 template <class Isa>
 FP8RL_NOINLINE void multiply_row_fp8_body(const void* a, PackedScales a_scales, const Fp8Matrix& w, int64_t row_begin,
                                           int64_t row_end, int64_t kp, float* c) {
-  multiply_row_tiles<Isa, true>(static_cast<const typename Isa::E*>(a), a_scales, w.codes, w.cols, row_begin, row_end,
-                                kp, c, [&w](int64_t r) { return fp8_row_scales<Isa>(w, r); });
+  multiply_row_tiles<Isa, Isa::kRowTileFp8, true>(static_cast<const typename Isa::E*>(a), a_scales, w.codes, w.cols,
+                                                  row_begin, row_end, kp, c,
+                                                  [&w](int64_t r) { return fp8_row_scales<Isa>(w, r); });
 }
 
 template <class Isa>
@@ -336,8 +338,9 @@ void multiply_row_fp8(const void* a, PackedScales a_scales, const Fp8Matrix& w, 
 template <class Isa>
 FP8RL_NOINLINE void multiply_row_bf16_body(const void* a, const uint16_t* w, int64_t k, int64_t row_begin,
                                            int64_t row_end, int64_t kp, float* c) {
-  multiply_row_tiles<Isa, false>(static_cast<const typename Isa::E*>(a), PackedScales{}, w, k, row_begin, row_end, kp,
-                                 c, [](int64_t) { return static_cast<const float*>(nullptr); });
+  multiply_row_tiles<Isa, Isa::kRowTileBf16, false>(static_cast<const typename Isa::E*>(a), PackedScales{}, w, k,
+                                                    row_begin, row_end, kp, c,
+                                                    [](int64_t) { return static_cast<const float*>(nullptr); });
 }
 
 template <class Isa>

@@ -50,6 +50,10 @@ TEST_CASE("median, bootstrap interval and take-off, worked out by hand") {
   CHECK(median_of({0.3, 0.1, 0.2}) == doctest::Approx(0.2));
   CHECK(median_of({0.4, 0.1, 0.2, 0.3}) == doctest::Approx(0.25));
   CHECK(std::isnan(median_of({})));
+  CHECK(mean_of({0.1, 0.3}) == doctest::Approx(0.2));
+  CHECK(stddev_of({1, 2, 3, 4}) == doctest::Approx(std::sqrt(5.0 / 3)));  // squares 2.25+0.25+0.25+2.25 over 3
+  CHECK(std::isnan(mean_of({})));
+  CHECK(std::isnan(stddev_of({0.5})));
   // Resampled medians of {a, b}: a or b with probability 1/4 each, (a+b)/2 with 1/2, so the 2.5% and
   // 97.5% quantiles are a and b. Of {a, b, c}: P(median = a) = P(at least two a's) = 7/27 > 2.5%.
   const Interval two = bootstrap_median_interval({0.25, 0.3});
@@ -88,4 +92,8 @@ TEST_CASE("the paired sign-flip test enumerates the 2^n sign patterns") {
   CHECK(mixed.p_value == doctest::Approx(12.0 / 16));
   CHECK(seeds_needed_for(0.05) == 6);  // 2/2^5 = 0.0625, 2/2^6 = 0.031
   CHECK(seeds_needed_for(0.01) == 8);  // 2/2^7 = 0.0156, 2/2^8 = 0.0078
+  // d = (0.1, 0.3): mean 0.2, sample variance 0.02; (1.96 + 0.8416)^2 * 0.02 / 0.04 = 3.92, so 4 seeds.
+  CHECK(seeds_for_power({0.1, 0.3}) == 4);
+  CHECK(seeds_for_power({0.1}) == -1);        // no spread to measure
+  CHECK(seeds_for_power({0.1, -0.1}) == -1);  // no effect to detect
 }

@@ -37,6 +37,7 @@ struct Job {
   TrainConfig config;
   std::string key;      // what makes a finished run reusable: every flag that shapes its result
   std::string summary;  // summary_json, once done or reused
+  Summary result;       // what `summary` says
 };
 
 // The options that do not change a run's result (thread counts do not: every
@@ -58,20 +59,24 @@ std::string run_key(const ArgParser& p, const TrainConfig& c) {
 
 std::string key_path(const TrainConfig& c) { return (fs::path(c.out_dir) / "compare_key.txt").string(); }
 
-// The summary of a finished run with the same key, or "".
-std::string reusable_summary(const Job& job) {
-  if (read_text_file(key_path(job.config)) != job.key) return "";
+// Takes the summary of a finished run with the same key; false when there is
+// none. A damaged summary file throws rather than being trained over.
+bool reuse_summary(Job& job) {
+  if (read_text_file(key_path(job.config)) != job.key) return false;
   const std::string path = RunPaths(job.config.out_dir).summary;
-  const std::string text = read_text_file(path);
-  if (text.empty()) return "";
-  summary_from_json(parse_json(text), path);  // throws on a damaged file rather than reporting it
-  return text;
+  std::string text = read_text_file(path);
+  if (text.empty()) return false;
+  job.result = summary_from_json(parse_json(text), path);
+  job.summary = std::move(text);
+  return true;
 }
 
 void train_job(Job& job, bool quiet) {
   ProgressBar progress(stderr, quiet);
   const RunResult result = run_training(job.config, world().leader() ? &progress : nullptr);
   job.summary = summary_json(job.config, summarize(job.config, result));
+  // Read back, so that the report of fresh runs is the report `--from` rebuilds from the file.
+  job.result = summary_from_json(parse_json(job.summary), RunPaths(job.config.out_dir).summary);
   if (!world().leader()) return;  // under MPI, rank 0 alone writes
   write_text_file(RunPaths(job.config.out_dir).summary, job.summary);
   write_text_file(key_path(job.config), job.key);  // last: a run cut short is never reused
@@ -107,7 +112,7 @@ void train_jobs(std::vector<Job*>& jobs, int parallel, bool quiet) {
 
 // Trains (or reuses) every run and writes OUT/summaries.json; returns the summaries.
 Job make_job(const ArgParser& p, const TrainConfig& config, const std::string& folder_name, const std::string& out) {
-  Job job{config, "", ""};
+  Job job{config, "", "", {}};
   std::string folder = folder_name;
   std::replace(folder.begin(), folder.end(), ':', '-');
   job.config.out_dir = (fs::path(out) / folder).string();
@@ -148,14 +153,12 @@ std::vector<Summary> train_all(const ArgParser& p, const std::string& out) {
   }
   fs::create_directories(out);
   std::vector<Job*> to_train, sft_to_train;
-  for (Job& job : jobs) {
-    job.summary = reusable_summary(job);
-    if (job.summary.empty()) to_train.push_back(&job);
-  }
+  for (Job& job : jobs)
+    if (!reuse_summary(job)) to_train.push_back(&job);
   for (Job& sft : sft_jobs) {
     const bool needed = std::any_of(to_train.begin(), to_train.end(),
                                     [&](const Job* job) { return job->config.sft_from == sft.config.out_dir; });
-    if (needed && reusable_summary(sft).empty()) sft_to_train.push_back(&sft);
+    if (needed && !reuse_summary(sft)) sft_to_train.push_back(&sft);
   }
   if (to_train.size() < jobs.size())
     std::fprintf(stderr, "fp8rl compare: reusing %zu finished runs of %zu\n", jobs.size() - to_train.size(),
@@ -167,7 +170,7 @@ std::vector<Summary> train_all(const ArgParser& p, const std::string& out) {
   std::vector<Summary> summaries;
   for (const Job& job : jobs) {
     objects.push_back(job.summary);
-    summaries.push_back(summary_from_json(parse_json(job.summary), RunPaths(job.config.out_dir).summary));
+    summaries.push_back(job.result);
   }
   if (world().leader()) write_summaries((fs::path(out) / "summaries.json").string(), objects);
   return summaries;

@@ -20,7 +20,6 @@ using fp8rl::tools::Series;
 using fp8rl::tools::SeriesStyle;
 
 constexpr double kLevel = 0.95;
-constexpr double kPowerZ = 1.959964 + 0.841621;  // two-sided 5% and 80% power, normal approximation
 
 std::string format(const char* pattern, double value) {
   char text[64];
@@ -31,49 +30,38 @@ std::string format(const char* pattern, double value) {
 std::string number(double value) { return std::isnan(value) ? "n/a" : format("%.3f", value); }
 std::string interval(const Interval& i) { return "[" + number(i.low) + ", " + number(i.high) + "]"; }
 
-double mean_of(const std::vector<double>& values) {
-  double sum = 0;
-  for (double v : values) sum += v;
-  return values.empty() ? NAN : sum / static_cast<double>(values.size());
-}
-
-double stddev_of(const std::vector<double>& values) {
-  if (values.size() < 2) return NAN;
-  const double m = mean_of(values);
-  double sum = 0;
-  for (double v : values) sum += (v - m) * (v - m);
-  return std::sqrt(sum / static_cast<double>(values.size() - 1));
-}
-
 std::vector<double> field(const RunGroup& g, double Summary::*member) {
   std::vector<double> values;
   for (const Summary& s : g.seeds) values.push_back(s.*member);
   return values;
 }
 
-// The baseline's and the run's values of `member` over the seeds both ran, seed by seed.
+double final_accuracy(const Summary& s) { return s.final_val_acc; }
+double best_accuracy(const Summary& s) { return s.best_val_acc; }
+// What GRPO added: both ends are measured in the run's own generator, so a
+// generator that evaluates worse from the same SFT weights lowers the final
+// accuracy without lowering the gain.
+double grpo_gain(const Summary& s) { return s.final_val_acc - s.sft_end_val_acc; }
+
+// The baseline's and the run's values of `measure` over the seeds both ran, seed by seed.
 std::pair<std::vector<double>, std::vector<double>> paired(const RunGroup& base, const RunGroup& run,
-                                                           double Summary::*member) {
+                                                           double (*measure)(const Summary&)) {
   std::map<uint64_t, double> by_seed;
-  for (const Summary& s : base.seeds) by_seed[s.seed] = s.*member;
+  for (const Summary& s : base.seeds) by_seed[s.seed] = measure(s);
   std::pair<std::vector<double>, std::vector<double>> values;
   for (const Summary& s : run.seeds) {
     const auto it = by_seed.find(s.seed);
     if (it == by_seed.end()) continue;
     values.first.push_back(it->second);
-    values.second.push_back(s.*member);
+    values.second.push_back(measure(s));
   }
   return values;
 }
 
-// Seeds a paired comparison needs to detect the observed mean difference
-// with 80% power at the two-sided 5% level (normal approximation).
-std::string seeds_for_power(const std::vector<double>& a, const std::vector<double>& b) {
+std::vector<double> differences(const std::pair<std::vector<double>, std::vector<double>>& values) {
   std::vector<double> d;
-  for (size_t i = 0; i < a.size(); ++i) d.push_back(b[i] - a[i]);
-  const double mean = mean_of(d), sd = stddev_of(d);
-  if (std::isnan(sd) || mean == 0) return "n/a";
-  return std::to_string(static_cast<long long>(std::ceil(kPowerZ * kPowerZ * sd * sd / (mean * mean))));
+  for (size_t i = 0; i < values.first.size(); ++i) d.push_back(values.second[i] - values.first[i]);
+  return d;
 }
 
 std::string accuracy_table(const std::vector<RunGroup>& groups, const ReportOptions& o) {
@@ -104,18 +92,25 @@ std::string accuracy_table(const std::vector<RunGroup>& groups, const ReportOpti
 std::string paired_table(const std::vector<RunGroup>& groups, const RunGroup& base) {
   std::ostringstream out;
   out << "| run vs " << base.run
-      << " | paired seeds | final: median difference [95% CI] | wins / losses | sign-flip p | best: median "
-         "difference [95% CI] | sign-flip p | seeds for 80% power (final) |\n"
-      << "|---|---|---|---|---|---|---|---|\n";
+      << " | paired seeds | final: median difference [95% CI] | wins / losses | sign-flip p | GRPO gain (final − "
+         "SFT end): median difference [95% CI] | sign-flip p | best: median difference [95% CI] | sign-flip p | "
+         "seeds for 80% power (final) |\n"
+      << "|---|---|---|---|---|---|---|---|---|---|\n";
+  const auto cells = [](const PairedComparison& c) {
+    return format("%+.3f", c.median_difference) + " " + interval(c.interval);
+  };
   for (const RunGroup& g : groups) {
     if (&g == &base) continue;
-    const auto finals = paired(base, g, &Summary::final_val_acc), best = paired(base, g, &Summary::best_val_acc);
-    const PairedComparison f = compare_paired(finals.first, finals.second, kLevel);
-    const PairedComparison b = compare_paired(best.first, best.second, kLevel);
-    out << "| " << g.run << " | " << f.seeds << " | " << format("%+.3f", f.median_difference) << " "
-        << interval(f.interval) << " | " << f.wins << " / " << f.losses << " | " << format("%.3g", f.p_value) << " | "
-        << format("%+.3f", b.median_difference) << " " << interval(b.interval) << " | " << format("%.3g", b.p_value)
-        << " | " << seeds_for_power(finals.first, finals.second) << " |\n";
+    const auto finals = paired(base, g, final_accuracy), gains = paired(base, g, grpo_gain);
+    const auto best = paired(base, g, best_accuracy);
+    const PairedComparison final_diff = compare_paired(finals.first, finals.second, kLevel);
+    const PairedComparison gain_diff = compare_paired(gains.first, gains.second, kLevel);
+    const PairedComparison best_diff = compare_paired(best.first, best.second, kLevel);
+    const int64_t power = seeds_for_power(differences(finals));
+    out << "| " << g.run << " | " << final_diff.seeds << " | " << cells(final_diff) << " | " << final_diff.wins << " / "
+        << final_diff.losses << " | " << format("%.3g", final_diff.p_value) << " | " << cells(gain_diff) << " | "
+        << format("%.3g", gain_diff.p_value) << " | " << cells(best_diff) << " | " << format("%.3g", best_diff.p_value)
+        << " | " << (power < 0 ? "n/a" : std::to_string(power)) << " |\n";
   }
   return out.str();
 }

@@ -10,6 +10,7 @@ namespace {
 
 constexpr uint64_t kBootstrapSeed = 0x5EED5;
 constexpr int kMonteCarloSignFlips = 200000;
+constexpr double kPowerZ = 1.959964 + 0.841621;  // z of the two-sided 5% level plus z of 80% power
 
 // The nearest-rank quantile q in (0, 1] of sorted values.
 double nearest_rank(const std::vector<double>& sorted, double q) {
@@ -54,6 +55,20 @@ double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t middle = values.size() / 2;
   return values.size() % 2 == 1 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
+}
+
+double mean_of(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return values.empty() ? NAN : sum / static_cast<double>(values.size());
+}
+
+double stddev_of(const std::vector<double>& values) {
+  if (values.size() < 2) return NAN;
+  const double m = mean_of(values);
+  double sum = 0;
+  for (double v : values) sum += (v - m) * (v - m);
+  return std::sqrt(sum / static_cast<double>(values.size() - 1));
 }
 
 Interval bootstrap_median_interval(const std::vector<double>& values, double level, int resamples) {
@@ -105,6 +120,12 @@ int seeds_needed_for(double alpha) {
   int n = 1;
   while (2.0 / std::ldexp(1.0, n) >= alpha) ++n;
   return n;
+}
+
+int64_t seeds_for_power(const std::vector<double>& differences) {
+  const double mean = mean_of(differences), sd = stddev_of(differences);
+  if (std::isnan(sd) || mean == 0) return -1;
+  return static_cast<int64_t>(std::ceil(kPowerZ * kPowerZ * sd * sd / (mean * mean)));
 }
 
 }  // namespace fp8rl_cli

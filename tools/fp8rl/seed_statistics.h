@@ -19,6 +19,11 @@ namespace fp8rl_cli {
 // even count. NaN for no values.
 double median_of(std::vector<double> values);
 
+// The mean, and the sample standard deviation (n - 1 in the denominator).
+// NaN for no values, and the deviation NaN for fewer than two.
+double mean_of(const std::vector<double>& values);
+double stddev_of(const std::vector<double>& values);
+
 struct Interval {
   double low = 0, high = 0;
 };
@@ -63,6 +68,12 @@ PairedComparison compare_paired(const std::vector<double>& a, const std::vector<
 // The smallest seed count at which the sign-flip test can reach p < alpha
 // (2 / 2^n < alpha), whatever the differences.
 int seeds_needed_for(double alpha);
+
+// The paired seeds needed to detect the mean of `differences` (one per seed)
+// with 80% power at the two-sided 5% level, by the normal approximation
+// n = (z_0.975 + z_0.8)^2 sd^2 / mean^2 with the sample sd; -1 when that is
+// undefined (fewer than two differences, or a mean of 0).
+int64_t seeds_for_power(const std::vector<double>& differences);
 
 }  // namespace fp8rl_cli
 
