@@ -315,6 +315,21 @@ def case_compare_statistics(tmp):
     check([row[0] for row in table_rows(p.stdout, "| run | seeds")] == ["fp8-gen:off", "bf16:truncated"], p.stdout)
     p = run(["compare", "--from", path, "--out", out, "--runs", "fp8"], expect=2)
     check("no run fp8:truncated" in p.stderr, p.stderr)
+    # Parts of one experiment in several files merge into the same report; parts that ran different step
+    # counts under one run name are refused.
+    first, second = os.path.join(tmp, "part1.json"), os.path.join(tmp, "part2.json")
+    for name, part in ((first, summaries[:3]), (second, summaries[3:])):
+        with open(name, "w") as f:
+            json.dump(part, f)
+    merged = os.path.join(tmp, "merged")
+    run(["compare", "--from", f"{first},{second}", "--out", merged])
+    check(open(os.path.join(merged, "compare.md")).read() == table, "two parts report as the whole file does")
+    with open(second, "w") as f:
+        json.dump([dict(summaries[3], grpo_steps=100)], f)
+    p = run(["compare", "--from", f"{first},{second}", "--out", out], expect=2)
+    check("run fp8-gen:off: seed 0 ran" in p.stderr and "not one experiment" in p.stderr, p.stderr)
+    p = run(["compare", "--from", ",", "--out", out], expect=2)
+    check("--from: give one or more" in p.stderr, p.stderr)
     # Report-only: training flags are refused, as are a duplicated seed and a damaged file.
     p = run(["compare", "--from", path, "--steps", "3"], expect=2)
     check("--steps applies only to training" in p.stderr, p.stderr)

@@ -206,7 +206,9 @@ void declare_compare(ArgParser& p) {
            "FP8 generator keeps its first attention scales; replay: MoE routing replay)");
   p.option("seeds", "0-7", "comma-separated seeds or ranges A-B");
   p.option("jobs", "1", "runs trained at once (--threads 0 then shares the cores among them)");
-  p.option("from", "", "report from a summaries.json an earlier compare wrote, without training (--runs: a subset)");
+  p.option("from", "",
+           "report, without training, from the summaries.json an earlier compare wrote, or several (comma-separated: "
+           "parts of one experiment) merged (--runs: a subset)");
   p.option("takeoff-gain", "0.15", "a seed takes off when its final val accuracy is this far above the SFT end");
   p.option("baseline", "", "the run that paired comparisons are against (default: the first)");
 }
@@ -215,12 +217,13 @@ int run_compare(const ArgParser& p) {
   ReportOptions options;
   options.takeoff_gain = p.real("takeoff-gain", 0, 1);
   options.baseline = p.text("baseline");
-  const std::string from = p.text("from");
+  const std::vector<std::string> from = split_list(p.text("from"));
   std::string out = p.text("out");
   std::vector<Summary> summaries;
+  if (p.given("from") && from.empty()) throw UsageError("--from: give one or more summaries.json files");
   if (!from.empty()) {
     check_report_only(p);
-    if (out.empty()) out = fs::path(from).parent_path().string();
+    if (out.empty()) out = fs::path(from.front()).parent_path().string();
     if (out.empty()) out = ".";
     summaries = read_summaries(from);
     if (p.given("runs")) summaries = select_runs(summaries, p.text("runs"));

@@ -176,9 +176,15 @@ std::vector<RunGroup> group_by_run(const std::vector<Summary>& summaries) {
   for (const Summary& s : summaries) {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const RunGroup& g) { return g.run == s.run; });
     if (it == groups.end()) it = groups.insert(groups.end(), RunGroup{s.run, {}});
-    for (const Summary& other : it->seeds)
+    for (const Summary& other : it->seeds) {
       if (other.seed == s.seed)
         throw UsageError("run " + s.run + " has seed " + std::to_string(s.seed) + " twice in the summaries");
+      if (other.sft_steps != s.sft_steps || other.grpo_steps != s.grpo_steps)
+        throw UsageError("run " + s.run + ": seed " + std::to_string(s.seed) + " ran " + std::to_string(s.sft_steps) +
+                         " SFT + " + std::to_string(s.grpo_steps) + " GRPO steps, seed " + std::to_string(other.seed) +
+                         " " + std::to_string(other.sft_steps) + " + " + std::to_string(other.grpo_steps) +
+                         ": not one experiment");
+    }
     it->seeds.push_back(s);
   }
   return groups;
@@ -237,12 +243,14 @@ void write_report_charts(const std::string& folder, const std::vector<RunGroup>&
   fp8rl::tools::write_line_charts_png((dir / "dose.png").string(), dose, 560, 420);
 }
 
-std::vector<Summary> read_summaries(const std::string& path) {
-  const JsonValue root = read_json_file(path);
-  if (root.type() != JsonValue::Type::array) throw LibraryError(path + " is not a JSON array of run summaries");
+std::vector<Summary> read_summaries(const std::vector<std::string>& paths) {
   std::vector<Summary> summaries;
-  for (size_t i = 0; i < root.items().size(); ++i)
-    summaries.push_back(summary_from_json(root.items()[i], path + ", item " + std::to_string(i + 1)));
+  for (const std::string& path : paths) {
+    const JsonValue root = read_json_file(path);
+    if (root.type() != JsonValue::Type::array) throw LibraryError(path + " is not a JSON array of run summaries");
+    for (size_t i = 0; i < root.items().size(); ++i)
+      summaries.push_back(summary_from_json(root.items()[i], path + ", item " + std::to_string(i + 1)));
+  }
   return summaries;
 }
 

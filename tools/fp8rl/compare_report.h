@@ -24,7 +24,8 @@ struct RunGroup {
 };
 
 // Groups by Summary::run, in order of first appearance; throws UsageError
-// for a seed that appears twice in one run.
+// for a seed that appears twice in one run, or seeds of one run with
+// different SFT or GRPO step counts (parts of different experiments).
 std::vector<RunGroup> group_by_run(const std::vector<Summary>& summaries);
 
 // Three tables: accuracy over seeds (median, bootstrap interval, take-off),
@@ -37,8 +38,10 @@ std::string report_markdown(const std::vector<RunGroup>& groups, const ReportOpt
 // gen_kl_error, one color per run.
 void write_report_charts(const std::string& folder, const std::vector<RunGroup>& groups);
 
-// A summaries.json: a JSON array of summary objects.
-std::vector<Summary> read_summaries(const std::string& path);
+// One or more summaries.json files (JSON arrays of summary objects), in
+// order: the parts of one experiment, trained at different times or on
+// different machines (the bits do not depend on the machine).
+std::vector<Summary> read_summaries(const std::vector<std::string>& paths);
 void write_summaries(const std::string& path, const std::vector<std::string>& summary_objects);
 
 }  // namespace fp8rl_cli

@@ -32,10 +32,12 @@ uint64_t parse_seed(const std::string& text, const std::string& item) {
 
 }  // namespace
 
+std::vector<std::string> split_list(const std::string& text) { return split(text, ','); }
+
 std::vector<RunSpec> parse_run_specs(const std::string& text, const std::string& default_importance) {
   static const std::vector<std::string> modes = {"off", "plain", "truncated", "masked", "sequence-masked"};
   std::vector<RunSpec> specs;
-  for (const std::string& item : split(text, ',')) {
+  for (const std::string& item : split_list(text)) {
     std::vector<std::string> parts = split(item, ':');
     RunSpec spec;
     while (!parts.empty() && (parts.back() == "replay" || parts.back() == "stale")) {
@@ -59,7 +61,7 @@ std::vector<RunSpec> parse_run_specs(const std::string& text, const std::string&
 
 std::vector<uint64_t> parse_seeds(const std::string& text) {
   std::vector<uint64_t> seeds;
-  for (const std::string& item : split(text, ',')) {
+  for (const std::string& item : split_list(text)) {
     const size_t dash = item.find('-', 1);
     const uint64_t first = parse_seed(item.substr(0, dash), item);
     const uint64_t last = dash == std::string::npos ? first : parse_seed(item.substr(dash + 1), item);

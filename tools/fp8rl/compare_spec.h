@@ -17,6 +17,9 @@ struct RunSpec {
   bool routing_replay = false;
 };
 
+// The non-empty items of a comma-separated list.
+std::vector<std::string> split_list(const std::string& text);
+
 // Comma-separated specs; IMPORTANCE defaults to `default_importance`; the
 // modifiers may come in either order. Throws UsageError naming the bad item.
 std::vector<RunSpec> parse_run_specs(const std::string& text, const std::string& default_importance);
