@@ -27,7 +27,7 @@ TINY = ["--task", "reverse", "--length", "3", "--letters", "3", "--layers", "2",
 
 
 def run(args, expect=0):
-    proc = subprocess.run([FP8RL] + args, capture_output=True, text=True, timeout=110)
+    proc = subprocess.run([FP8RL] + args, capture_output=True, text=True, timeout=600)
     if proc.returncode != expect:
         sys.exit(f"FAIL: fp8rl {' '.join(args)}\n  exit {proc.returncode}, expected {expect}\n"
                  f"  stdout: {proc.stdout}\n  stderr: {proc.stderr}")
@@ -522,7 +522,7 @@ TEXT_RUN = ["--threads", "2", "--quiet", "--reward", "number", "--group-size", "
 def make_demo(tmp, *flags):
     """The demo's HF folder (tmp/model) and its train.jsonl and val.jsonl."""
     proc = subprocess.run([sys.executable, MAKE_DEMO, tmp, *TEXT_MODEL, *flags], capture_output=True, text=True,
-                          timeout=110)
+                          timeout=600)
     check(proc.returncode == 0, f"make_demo.py failed:\n{proc.stdout}\n{proc.stderr}")
     return os.path.join(tmp, "model"), os.path.join(tmp, "train.jsonl"), os.path.join(tmp, "val.jsonl")
 
