@@ -55,6 +55,7 @@ fp8rl_trainer_options default_trainer_options() {
   o.minibatches = d.minibatches;
   o.router_aux_loss_coef = d.router_aux_loss_coef;
   o.routing_replay = d.routing_replay ? 1 : 0;
+  o.freeze_attention_scales = d.freeze_attention_scales ? 1 : 0;
   return o;
 }
 
@@ -108,6 +109,7 @@ train::TrainerOptions trainer_options_from(const fp8rl_trainer_options* given) {
   t.minibatches = o.minibatches;
   t.router_aux_loss_coef = o.router_aux_loss_coef;
   t.routing_replay = o.routing_replay != 0;
+  t.freeze_attention_scales = o.freeze_attention_scales != 0;
   return t;
 }
 

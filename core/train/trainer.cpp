@@ -287,8 +287,10 @@ Trainer::Accumulated Trainer::accumulate(Prepared& p, const Slice& slice) {
     result.fed_tokens += group.tokens;
     const int64_t first = p.offsets[static_cast<size_t>(begin)];
     const int32_t* recorded = p.experts ? p.experts + p.fed[static_cast<size_t>(begin)] * sparse * k : nullptr;
-    std::vector<float> logp = e.pass.forward(p.sequences, p.prompt_lengths, begin, end, options_.temperature,
-                                             e.statistics.observer(), options_.routing_replay ? recorded : nullptr);
+    const policy::ActivationObserver observer =
+        options_.freeze_attention_scales ? policy::ActivationObserver{} : e.statistics.observer();
+    std::vector<float> logp = e.pass.forward(p.sequences, p.prompt_lengths, begin, end, options_.temperature, observer,
+                                             options_.routing_replay ? recorded : nullptr);
     if (recorded) {
       for (int64_t layer = 0, s = 0; layer < config.num_layers; ++layer) {
         if (!model::is_sparse_layer(config, layer)) continue;

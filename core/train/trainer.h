@@ -14,9 +14,9 @@
 //      1, so from the second mini-batch on the ratio departs from 1 and the
 //      clip acts), global gradient-norm clipping, an AdamW step on the FP32
 //      master weights, then recalibration: every compute copy of the weights
-//      is requantized with fresh block scales and the attention (Q/K/V)
-//      scales are replaced by those measured in the mini-batch's training
-//      forward pass.
+//      is requantized with fresh block scales and (unless
+//      freeze_attention_scales) the attention (Q/K/V) scales are replaced by
+//      those measured in the mini-batch's training forward pass.
 // The policy then generates with the new weights and scales; one engine
 // serves both sides, so with equal recipes logp_old equals the generator's
 // log-probs bit for bit.
@@ -71,6 +71,10 @@ struct TrainerOptions {
   // consecutive mini-batches of near-equal count (the first ones one longer).
   int64_t minibatches = 1;
   bool recalibrate_after_step = true;
+  // Keeps the policy's Q/K/V scales through training (recalibration then
+  // only requantizes the weights): FP8 KV-cache scales fixed once, as an
+  // engine that calibrates only at load time keeps them.
+  bool freeze_attention_scales = false;
   policy::CalibrationOptions calibration;
   uint64_t seed = 0;  // of next_seeds()
   // Mixture-of-Experts policies. The load-balancing loss's weight in the

@@ -260,6 +260,7 @@ int main(void) {
   FIELD(fp8rl_trainer_options, minibatches);
   FIELD(fp8rl_trainer_options, router_aux_loss_coef);
   FIELD(fp8rl_trainer_options, routing_replay);
+  FIELD(fp8rl_trainer_options, freeze_attention_scales);
   SIZE(fp8rl_train_batch);
   FIELD(fp8rl_train_batch, struct_size);
   FIELD(fp8rl_train_batch, tokens);

@@ -437,4 +437,37 @@ TEST_CASE("a training iteration of three mini-batches through the C API") {
   check_error(fp8rl_trainer_create(policy.get(), &options, &refused), FP8RL_ERROR_INVALID_ARGUMENT, "minibatches");
 }
 
+TEST_CASE("freeze_attention_scales keeps the policy's Q/K/V scales while its weights move") {
+  // Powers of two that calibration would not measure: a replaced scale shows.
+  const std::vector<float> q{0.5f, 0.25f, 2.0f}, k{4.0f, 0.125f, 1.0f}, v{0.0625f, 8.0f, 0.5f};
+  std::vector<float> set = q;
+  set.insert(set.end(), k.begin(), k.end());
+  set.insert(set.end(), v.begin(), v.end());
+  for (const int32_t freeze : {1, 0}) {
+    CAPTURE(freeze);
+    CpuContext context;
+    Policy policy(context.get(), qwen3_config());
+    policy.set_recipe(fp8_everything_recipe());
+    REQUIRE(fp8rl_policy_set_attention_scales(policy.get(), q.data(), k.data(), v.data(), 3) == FP8RL_OK);
+    fp8rl_trainer_options options = grpo_options();
+    options.minibatches = 3;
+    options.freeze_attention_scales = freeze;
+    Trainer trainer(policy.get(), options);
+    const StepData step = rollout_step(policy.get(), trainer.get());
+    const fp8rl_train_batch batch = step.batch();
+    fp8rl_train_metrics total = sized_metrics();
+    REQUIRE_MESSAGE(fp8rl_trainer_iterate(trainer.get(), &batch, &total, nullptr, 0) == FP8RL_OK,
+                    std::string(fp8rl_last_error_message()));
+    CHECK(total.token_mult_prob_error == 1.0);  // frozen or not, one policy generated and learned
+    CHECK((scales_of(policy.get(), 3) == set) == (freeze != 0));
+
+    // The weights were requantized all the same: the completions score differently now.
+    std::vector<float> scored(step.logp_gen.size());
+    const fp8rl_sampling_options sampled = sampling(1.0f, 8);
+    REQUIRE(fp8rl_policy_score(policy.get(), step.tokens.data(), step.offsets.data(), 6, step.prompt_lengths.data(),
+                               &sampled, scored.data(), static_cast<int64_t>(scored.size())) == FP8RL_OK);
+    CHECK_FALSE(same_bits(scored, step.logp_gen));
+  }
+}
+
 }  // namespace capi_test

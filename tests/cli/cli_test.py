@@ -78,6 +78,17 @@ def case_resume(tmp):
     resume_matches_whole(os.path.join(tmp, "fresh"), [])
     # A stale generator resumes with the scales it began GRPO with, kept in the run folder.
     resume_matches_whole(os.path.join(tmp, "stale"), ["--recipe", "fp8-gen", "--stale-scales", "1"])
+    # One policy with stale scales learns with them too: its final scales are those SFT ended with.
+    frozen = ["--recipe", "fp8-kv", "--stale-scales", "1"]
+    resume_matches_whole(os.path.join(tmp, "frozen"), frozen)
+    sft_only = os.path.join(tmp, "sft_only")
+    run(["train"] + TINY + frozen + ["--sft-steps", "4", "--eval-every", "2", "--steps", "0", "--out", sft_only])
+    scales = lambda d: json.load(open(os.path.join(d, "model", "attention_scales.json")))
+    began, ended = scales(sft_only), scales(os.path.join(tmp, "frozen", "whole"))
+    check(ended == began, f"the scales GRPO began with: {began} -> {ended}")
+    moving = os.path.join(tmp, "moving")
+    run(["train"] + TINY + frozen[:2] + ["--sft-steps", "4", "--eval-every", "2", "--steps", "6", "--out", moving])
+    check(scales(moving) != began, f"recalibrated, they move: {began} -> {scales(moving)}")
 
 
 def resume_matches_whole(tmp, extra):
@@ -231,7 +242,7 @@ def case_compare(tmp):
     run(["compare"] + TINY + ["--runs", "bf16:sometimes", "--out", out], expect=2)
     run(["compare"] + TINY + ["--seeds", "x", "--out", out], expect=2)
     p = run(["compare"] + TINY + ["--runs", "fp8:off:stale", "--out", out], expect=2)
-    check("--stale-scales needs a separate generator" in p.stderr, p.stderr)
+    check("--stale-scales needs a recipe that generates with an FP8 KV cache" in p.stderr, p.stderr)
 
 
 def case_compare_shared_sft(tmp):

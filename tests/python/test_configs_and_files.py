@@ -423,6 +423,17 @@ def test_recalibrate_without_prompts_applies_the_last_steps_measured_scales(poli
     assert all(np.all(scale != 1.0) for scale in policy.attention_scales)
 
 
+def test_frozen_attention_scales_stay_as_set_while_the_weights_move(policy):
+    scales = ([0.5, 2.0], [0.25, 4.0], [0.125, 8.0])  # powers of two no calibration measures here
+    policy.attention_scales = scales
+    policy.start_training(freeze_attention_scales=True, minibatches=2, loss=fp8rl.LossConfig(group_size=2),
+                          optimizer=fp8rl.OptimizerConfig(learning_rate=1e-2))
+    rollouts = policy.generate([[1, 2, 3]] * 4, SAMPLING)
+    policy.train_iteration(rollouts, rewards=[1.0, 0.0, 0.0, 1.0])
+    assert [scale.tolist() for scale in policy.attention_scales] == [list(scale) for scale in scales]
+    assert bits(policy.recompute_logprobs(rollouts)) != bits(rollouts.logprobs)  # the weights moved
+
+
 def test_a_step_recalibrates_by_default(policy):
     policy.start_training(loss=fp8rl.LossConfig(group_size=2))
     policy.train_step(policy.generate([[1, 2, 3]] * 2, SAMPLING), rewards=[1.0, 0.0])

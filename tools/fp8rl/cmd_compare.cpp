@@ -201,9 +201,11 @@ std::vector<Summary> select_runs(const std::vector<Summary>& all, const std::str
 
 void declare_compare(ArgParser& p) {
   declare_train(p);
-  p.option("runs", "bf16,fp8,fp8-kv,fp8-gen:truncated,fp8-gen:off",
-           "comma-separated RECIPE[:IMPORTANCE][:stale][:replay] (importance defaults to --importance; stale: the "
-           "FP8 generator keeps its first attention scales; replay: MoE routing replay)");
+  p.option(
+      "runs", "bf16,fp8,fp8-kv,fp8-gen:truncated,fp8-gen:off",
+      "comma-separated RECIPE[:IMPORTANCE][:stale][:replay] (importance defaults to --importance; stale: the "
+      "FP8 KV cache keeps the attention scales GRPO began with, the learner's too under fp8-kv; replay: MoE routing "
+      "replay)");
   p.option("seeds", "0-7", "comma-separated seeds or ranges A-B");
   p.option("jobs", "1", "runs trained at once (--threads 0 then shares the cores among them)");
   p.option("from", "",

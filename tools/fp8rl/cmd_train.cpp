@@ -59,7 +59,8 @@ void declare_train(ArgParser& p) {
   p.option("routing-replay", "0", "MoE: train with the generator's recorded experts (0|1)");
   p.option("router-aux-coef", "0", "MoE: weight of the load-balancing loss");
   p.option("stale-scales", "0",
-           "FP8 KV cache: generate with the attention scales GRPO began with, never recalibrated (0|1)");
+           "FP8 KV cache: generate with the attention scales GRPO began with, never recalibrated (0|1); with "
+           "one policy (fp8-kv) it also learns with them");
   p.flag("quiet", "no progress lines");
 }
 

@@ -73,7 +73,8 @@ struct TrainConfig {
   double router_aux_coef = 0.0;
   // FP8 attention: the sampling policy keeps the attention (Q/K/V) scales it
   // had when GRPO began instead of taking each step's recalibrated ones: the
-  // stale scales of an engine that never recalibrates.
+  // stale scales of an engine that never recalibrates. Under a one-policy
+  // recipe (fp8-kv) the learner is that policy, so it learns with them too.
   bool stale_scales = false;
   // Text training: a JSONL dataset under the init_from folder's own
   // tokenizer, scored by a text reward. text.train empty: the built-in task

@@ -110,10 +110,11 @@ void sync_generator(const Run& run, fp8rl_trainer* trainer) {
   if (!run.stale_scales.q.empty()) set_attention_scales(run.generator, run.stale_scales);
 }
 
-// --stale-scales: the scales the generator holds when GRPO begins, kept in
-// the run folder so that a resumed run generates with the same ones.
+// --stale-scales with a separate generator: the scales it holds when GRPO
+// begins, kept in the run folder so that a resumed run generates with the
+// same ones. (With one policy its trainer keeps them: grpo_options.)
 void freeze_scales(Run& run, int64_t done) {
-  if (!run.config.stale_scales) return;
+  if (!run.config.stale_scales || run.generator.get() == nullptr) return;
   const std::string path = run.config.out_dir.empty() ? "" : RunPaths(run.config.out_dir).stale_scales;
   if (done > 0) {
     run.stale_scales = read_attention_scales(path);
@@ -153,6 +154,8 @@ fp8rl_trainer_options grpo_options(const Run& run) {
   o.minibatches = c.minibatches;
   o.routing_replay = c.routing_replay ? 1 : 0;
   o.router_aux_loss_coef = c.router_aux_coef;
+  // One policy generates and learns: its own scales stay as GRPO found them.
+  o.freeze_attention_scales = c.stale_scales && !generates_apart(c.recipe) ? 1 : 0;
   return o;
 }
 
@@ -271,9 +274,9 @@ void validate_config(const TrainConfig& c) {
   if (c.prompts_per_step < ranks || (c.sft_steps > 0 && c.sft_batch < ranks))
     throw UsageError("--prompts-per-step and --sft-batch must be at least the number of ranks (" +
                      std::to_string(ranks) + "): each rank trains on whole groups of its own");
-  if (c.stale_scales && !(generates_apart(c.recipe) && generator_recipe(c.recipe).kv_cache == FP8RL_PRECISION_FP8))
+  if (c.stale_scales && generator_recipe(c.recipe).kv_cache != FP8RL_PRECISION_FP8)
     throw UsageError(
-        "--stale-scales needs a separate generator with an FP8 KV cache (--recipe fp8-gen), whose "
+        "--stale-scales needs a recipe that generates with an FP8 KV cache (fp8-kv, fp8-gen), whose "
         "attention scales can go stale; '" +
         c.recipe + "' has none");
   const int fewest_completions = c.prompts_per_step / ranks * c.group_size;  // on the rank with the fewest prompts

@@ -355,6 +355,7 @@ class fp8rl_trainer_options(ctypes.Structure):
         ('minibatches', ctypes.c_int64),
         ('router_aux_loss_coef', ctypes.c_double),
         ('routing_replay', ctypes.c_int32),
+        ('freeze_attention_scales', ctypes.c_int32),
     ]
 
 

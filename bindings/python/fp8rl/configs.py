@@ -317,6 +317,7 @@ class TrainerConfig:
     micro_batch_tokens: int = 2048  #: activations of one micro-batch are kept for its backward pass
     minibatches: int = 1  #: optimizer steps per Policy.train_iteration (consecutive mini-batches of the rollouts)
     recalibrate_after_step: bool = True
+    freeze_attention_scales: bool = False  #: keep the policy's Q/K/V scales; recalibration requantizes weights only
     seed: int = 0  #: seed of the trainer's prompt-seed stream (Policy.next_seeds)
     router_aux_loss_coef: float = 0.0  #: MoE: weight of the load-balancing loss in the loss
     routing_replay: bool = False  #: MoE: train with the generator's recorded experts
@@ -329,6 +330,7 @@ class TrainerConfig:
         struct.micro_batch_tokens = self.micro_batch_tokens
         struct.minibatches = self.minibatches
         struct.recalibrate_after_step = self.recalibrate_after_step
+        struct.freeze_attention_scales = self.freeze_attention_scales
         struct.seed = self.seed
         struct.router_aux_loss_coef = self.router_aux_loss_coef
         struct.routing_replay = self.routing_replay

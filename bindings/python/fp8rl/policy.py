@@ -224,8 +224,8 @@ class Policy:
 
         Pass a TrainerConfig, or its fields as keywords: ``loss=LossConfig(...)``,
         ``optimizer=OptimizerConfig(...)``, ``calibration=...``, ``micro_batch_tokens``,
-        ``minibatches``, ``recalibrate_after_step``, ``seed``, and for Mixture-of-Experts
-        policies ``router_aux_loss_coef`` and ``routing_replay``.
+        ``minibatches``, ``recalibrate_after_step``, ``freeze_attention_scales``, ``seed``, and
+        for Mixture-of-Experts policies ``router_aux_loss_coef`` and ``routing_replay``.
         """
         if config is not None and fields:
             raise invalid("start_training: pass a TrainerConfig or keyword fields, not both")

@@ -1580,8 +1580,9 @@ FP8RL_API fp8rl_status fp8rl_mismatch_metrics_compute(const float* logp_old, con
  *  micro-batches (FP8 fprop, dgrad and wgrad under an FP8 recipe), clips the
  *  global gradient norm, takes an AdamW step on the FP32 master weights and
  *  recalibrates: every compute copy of the weights is requantized with fresh
- *  block scales and the attention (Q/K/V) scales are replaced by those
- *  measured in the step's training forward pass. fp8rl_trainer_step() is the
+ *  block scales and (unless options.freeze_attention_scales) the attention
+ *  (Q/K/V) scales are replaced by those measured in the step's training
+ *  forward pass. fp8rl_trainer_step() is the
  *  one-mini-batch iteration. The policy then generates with the new weights.
  *
  *  Data parallelism: a context created with a communicator (@ref
@@ -1722,6 +1723,10 @@ typedef struct fp8rl_trainer_options {
                                               instead of its router's choice, with gate weights from its own router
                                               (routing replay, for generation and training in different recipes).
                                               Default 0. */
+  int32_t freeze_attention_scales;       /**< Non-zero: recalibration keeps the policy's Q/K/V scales (as set when
+                                              training begins, or by fp8rl_policy_set_attention_scales()) and only
+                                              requantizes the weights: FP8 KV-cache scales calibrated once. Default
+                                              0: replaced after every optimizer step. */
 } fp8rl_trainer_options;
 
 /**
@@ -1960,7 +1965,8 @@ FP8RL_API fp8rl_status fp8rl_trainer_recompute_logprobs(fp8rl_trainer* trainer, 
 /**
  * @brief Requantizes every compute copy of the policy's weights from its FP32
  *        master weights (fresh block scales) and applies the attention scales
- *        measured in the last step's training forward pass, if any.
+ *        measured in the last step's training forward pass, if any (none
+ *        under fp8rl_trainer_options::freeze_attention_scales).
  *
  * Steps call it themselves unless recalibrate_after_step is 0.
  * @param trainer A valid trainer.

@@ -339,6 +339,7 @@ struct fp8rl_trainer_options
     minibatches::Int64
     router_aux_loss_coef::Cdouble
     routing_replay::Int32
+    freeze_attention_scales::Int32
 end
 
 struct fp8rl_train_batch

@@ -106,7 +106,8 @@ OptimizerConfig(; fields...) = _with(_from_c(OptimizerConfig, _c_defaults(L.fp8r
 """
     TrainerConfig(; loss = LossConfig(), optimizer = OptimizerConfig(),
                   calibration = CalibrationConfig(), micro_batch_tokens = 2048,
-                  minibatches = 1, recalibrate_after_step = true, seed = 0,
+                  minibatches = 1, recalibrate_after_step = true,
+                  freeze_attention_scales = false, seed = 0,
                   router_aux_loss_coef = 0.0, routing_replay = false)
 
 Everything a [`Trainer`](@ref) is created with (`fp8rl_trainer_options`).
@@ -114,7 +115,9 @@ Everything a [`Trainer`](@ref) is created with (`fp8rl_trainer_options`).
 `micro_batch_tokens` bounds the tokens whose activations are kept for one
 backward pass; `minibatches` is the number of optimizer steps of one
 [`train_iteration!`](@ref); `recalibrate_after_step` requantizes the weights and replaces
-the attention scales after every step; `seed` starts the trainer's stream of
+the attention scales after every step, and `freeze_attention_scales = true`
+keeps the policy's attention scales through it (FP8 KV-cache scales
+calibrated once); `seed` starts the trainer's stream of
 prompt seeds ([`next_seeds`](@ref)).
 
 Mixture-of-Experts policies only (dense ones ignore them):
@@ -135,6 +138,7 @@ struct TrainerConfig <: _Options
     micro_batch_tokens::Int64
     minibatches::Int64
     recalibrate_after_step::Bool
+    freeze_attention_scales::Bool
     seed::UInt64
     router_aux_loss_coef::Float64
     routing_replay::Bool
@@ -144,7 +148,8 @@ function TrainerConfig(; fields...)
     raw = _c_defaults(L.fp8rl_trainer_options)
     defaults = TrainerConfig(_from_c(LossConfig, raw), _from_c(OptimizerConfig, raw),
                              _from_c(CalibrationConfig, raw.calibration), raw.micro_batch_tokens, raw.minibatches,
-                             raw.recalibrate_after_step != 0, raw.seed, raw.router_aux_loss_coef,
+                             raw.recalibrate_after_step != 0, raw.freeze_attention_scales != 0, raw.seed,
+                             raw.router_aux_loss_coef,
                              raw.routing_replay != 0)
     return _with(defaults; fields...)
 end
@@ -154,6 +159,7 @@ function _to_c(trainer::TrainerConfig)
     raw = _to_c_fields(trainer.optimizer, raw)
     return _with(raw; calibration = _to_c_fields(trainer.calibration, raw.calibration),
                  micro_batch_tokens = trainer.micro_batch_tokens, minibatches = trainer.minibatches,
-                 recalibrate_after_step = trainer.recalibrate_after_step, seed = trainer.seed,
+                 recalibrate_after_step = trainer.recalibrate_after_step,
+                 freeze_attention_scales = trainer.freeze_attention_scales, seed = trainer.seed,
                  router_aux_loss_coef = trainer.router_aux_loss_coef, routing_replay = trainer.routing_replay)
 end

@@ -407,6 +407,7 @@ pub struct fp8rl_trainer_options {
     pub minibatches: i64,
     pub router_aux_loss_coef: f64,
     pub routing_replay: i32,
+    pub freeze_attention_scales: i32,
 }
 
 /// C `struct fp8rl_train_batch`; fill with its init function where it has one.
@@ -845,6 +846,7 @@ pub const LAYOUT: &[(&str, usize, usize)] = &[
     ("fp8rl_trainer_options.minibatches", core::mem::offset_of!(fp8rl_trainer_options, minibatches), core::mem::size_of::<i64>()),
     ("fp8rl_trainer_options.router_aux_loss_coef", core::mem::offset_of!(fp8rl_trainer_options, router_aux_loss_coef), core::mem::size_of::<f64>()),
     ("fp8rl_trainer_options.routing_replay", core::mem::offset_of!(fp8rl_trainer_options, routing_replay), core::mem::size_of::<i32>()),
+    ("fp8rl_trainer_options.freeze_attention_scales", core::mem::offset_of!(fp8rl_trainer_options, freeze_attention_scales), core::mem::size_of::<i32>()),
     ("fp8rl_train_batch", 0, core::mem::size_of::<fp8rl_train_batch>()),
     ("fp8rl_train_batch.struct_size", core::mem::offset_of!(fp8rl_train_batch, struct_size), core::mem::size_of::<u32>()),
     ("fp8rl_train_batch.tokens", core::mem::offset_of!(fp8rl_train_batch, tokens), core::mem::size_of::<*const i32>()),

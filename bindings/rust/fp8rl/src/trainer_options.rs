@@ -100,5 +100,10 @@ c_options! {
         /// replay, for generation and training in different recipes). Default
         /// false.
         routing_replay: bool,
+        /// Recalibration keeps the policy's Q/K/V scales (as set when
+        /// training begins) and only requantizes the weights: FP8 KV-cache
+        /// scales calibrated once. Default false: replaced after every
+        /// optimizer step.
+        freeze_attention_scales: bool,
     }
 }
