@@ -36,7 +36,8 @@ def generated(fp8rl, docs, name, args, out_root):
     with open(os.path.join(out, "compare.md")) as f:
         table = f.read()
     # The command as a reader runs it from the repository's root.
-    shown = [f"docs/{a}" if i > 0 and given[i - 1] == "--from" else a for i, a in enumerate(given)]
+    shown = [",".join(f"docs/{part}" for part in a.split(",")) if i > 0 and given[i - 1] == "--from" else a
+             for i, a in enumerate(given)]
     command = " ".join(["build/tools/fp8rl/fp8rl", "compare"] + shown + ["--out", f"docs/results/{name}"])
     return (f"```\n{command}\n```\n\n{table}\n![Validation accuracy per seed (faint) and mean, and mismatch per step](results/{name}/compare.png)"
             f"\n\n![Final accuracy against each seed's mean mismatch](results/{name}/dose.png)\n")
