@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "../error.h"
 
@@ -105,7 +106,11 @@ void ThreadPool::worker_loop(int part) {
     } catch (...) {
       error = std::current_exception();
     }
-    errors_[static_cast<size_t>(part)] = error;
+    // Moved, not copied: a worker still holding a reference after its
+    // fetch_sub may drop the last one once the caller is done with the
+    // exception, destroying it on this thread through a refcount TSan cannot
+    // see (uninstrumented libstdc++), which it reports as a race.
+    errors_[static_cast<size_t>(part)] = std::move(error);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mutex_);  // orders the wake-up after the caller's check
       work_done_.notify_one();
